@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# zigtensor's one entry point for developers and CI. Every command installs what it needs first, idempotently,
+# into git-ignored folders of the repository (.tools/, node_modules/), so a fresh machine with Node.js, npm,
+# Python and pip needs nothing else.
+#
+#   bash scripts/dev.sh setup     install Zig (the version pinned in build.zig.zon), Deno, Bun, TypeScript, qemu-user
+#   bash scripts/dev.sh build     build the release and CHECKED libraries into zig-out/
+#   bash scripts/dev.sh test      build, then the Zig tests, the Deno suite and the Bun suite against both libraries
+#   bash scripts/dev.sh example   build, then train the example model end to end (examples/train_mlp.ts)
+#   bash scripts/dev.sh bench     build, then run the deno bench files in bench/
+#   bash scripts/dev.sh check     formatting, lint, type checks for both runtimes, publish dry run
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+ZIG_VERSION=$(sed -n 's/.*\.minimum_zig_version = "\([^"]*\)".*/\1/p' build.zig.zon)
+ZIG_DIR="$ROOT/.tools/zig-$ZIG_VERSION"
+ZIG="$ZIG_DIR/ziglang/zig"
+BIN="$ROOT/node_modules/.bin"
+export DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1
+
+say() { printf '\n== %s\n' "$*"; }
+
+install_zig() {
+  if [ -x "$ZIG" ] && [ "$("$ZIG" version)" = "$ZIG_VERSION" ]; then return; fi
+  say "installing Zig $ZIG_VERSION from PyPI (ziglang) into .tools/"
+  rm -rf "$ZIG_DIR"
+  python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$ZIG_DIR" "ziglang==$ZIG_VERSION"
+  "$ZIG" version
+}
+
+install_node_modules() {
+  if [ -x "$BIN/deno" ] && [ -x "$BIN/bun" ] && [ -x "$BIN/tsc" ] && [ node_modules/.package-lock.json -nt package-lock.json ]; then
+    return
+  fi
+  say "installing Deno, Bun, TypeScript and type packages (package-lock.json) into node_modules/"
+  npm ci --no-audit --no-fund --loglevel=error
+}
+
+install_qemu() {
+  if command -v qemu-aarch64 >/dev/null || command -v qemu-aarch64-static >/dev/null; then return; fi
+  if [ "${ZIGTENSOR_SKIP_QEMU:-0}" = 1 ]; then return; fi
+  say "installing qemu-user (Debian) for the aarch64 tests"
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  if ! { $sudo apt-get install -y -qq qemu-user >/dev/null 2>&1 ||
+    { $sudo apt-get update -qq >/dev/null 2>&1 && $sudo apt-get install -y -qq qemu-user >/dev/null 2>&1; }; }; then
+    echo "error: could not install qemu-user with apt-get; install it, or set ZIGTENSOR_SKIP_QEMU=1 to skip the aarch64 tests knowingly" >&2
+    exit 1
+  fi
+}
+
+setup() {
+  install_zig
+  install_node_modules
+}
+
+build() {
+  setup
+  say "building libzigtensor (release and CHECKED)"
+  "$ZIG" build
+  "$ZIG" build -Dchecked=true
+  "$ZIG" build abi-skew
+}
+
+# Counts of passed and failed tests, summed over every suite this script runs.
+PASSED=0
+FAILED=0
+count() { PASSED=$((PASSED + $1)); FAILED=$((FAILED + $2)); }
+
+# run_suite NAME COMMAND...: runs a suite, shows its output, adds its counts; a suite that fails without
+# printing counts counts as one failure.
+run_suite() {
+  local name=$1
+  shift
+  say "$name"
+  local log
+  log=$(mktemp)
+  local status=0
+  "$@" 2>&1 | tee "$log" || status=$?
+  local clean
+  clean=$(sed 's/\x1b\[[0-9;]*m//g' "$log")
+  # Summary lines of deno test, bun test, zig build's summary and a Zig test binary run directly (qemu).
+  local p f
+  p=$(printf '%s\n' "$clean" | sed -n -E 's/^(ok|FAILED) \| ([0-9]+) passed.*/\2/p; s/^ *([0-9]+) pass$/\1/p;
+    s/.* ([0-9]+)\/[0-9]+ tests passed.*/\1/p; s/^([0-9]+) passed; .*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+  f=$(printf '%s\n' "$clean" | sed -n -E 's/^(ok|FAILED) \| [0-9]+ passed.* \| ([0-9]+) failed.*/\2/p; s/^ *([0-9]+) fail$/\1/p;
+    s/.* tests passed.*; ([0-9]+) failed.*/\1/p; s/^[0-9]+ passed; .* ([0-9]+) failed\.$/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+  # A step that prints no counts (a formatter, a type check) counts as one check.
+  if [ "$p" = 0 ] && [ "$f" = 0 ] && [ "$status" = 0 ]; then p=1; fi
+  if [ "$status" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+  count "$p" "$f"
+  rm -f "$log"
+}
+
+test_all() {
+  build
+  install_qemu
+  local qemu_flag=()
+  if [ "${ZIGTENSOR_SKIP_QEMU:-0}" = 1 ]; then qemu_flag=(-Dskip-qemu=true); fi
+  local lib=zig-out/lib/libzigtensor.so checked=zig-out/lib/checked/libzigtensor.so
+  run_suite "zig tests (host variants, aarch64 under qemu)" "$ZIG" build test --summary all "${qemu_flag[@]}"
+  run_suite "zig tests, CHECKED" "$ZIG" build test -Dchecked=true --summary all "${qemu_flag[@]}"
+  run_suite "deno test (release library)" env ZIGTENSOR_LIB="$lib" "$BIN/deno" test -A --doc --quiet mod.ts src/ tests/
+  run_suite "deno test (CHECKED library)" env ZIGTENSOR_LIB="$checked" "$BIN/deno" test -A --quiet tests/
+  run_suite "bun test (release library)" env ZIGTENSOR_LIB="$lib" "$BIN/bun" test
+  run_suite "bun test (CHECKED library)" env ZIGTENSOR_LIB="$checked" "$BIN/bun" test
+  echo
+  echo "$PASSED passed, $FAILED failed"
+  [ "$FAILED" = 0 ]
+}
+
+check() {
+  setup
+  run_suite "deno fmt --check" "$BIN/deno" fmt --check
+  run_suite "deno lint" "$BIN/deno" lint
+  run_suite "deno check" "$BIN/deno" check mod.ts src/ tests/ bench/ examples/
+  run_suite "tsc (Bun types)" "$BIN/tsc" -p tsconfig.bun.json
+  run_suite "deno publish --dry-run" "$BIN/deno" publish --dry-run --allow-dirty
+  echo
+  echo "$PASSED passed, $FAILED failed"
+  [ "$FAILED" = 0 ]
+}
+
+case "${1:-}" in
+setup) setup; install_qemu ;;
+build) build ;;
+test) test_all ;;
+example) build; "$BIN/deno" run -A examples/train_mlp.ts ;;
+bench) build; shift; "$BIN/deno" bench -A "${@:-bench/}" ;;
+check) check ;;
+*)
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+  ;;
+esac

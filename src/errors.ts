@@ -1,0 +1,126 @@
+/**
+ * The errors zigtensor throws. Each names the operation and carries the data that broke a rule, so that a
+ * message reads like "add: cannot broadcast shapes [2, 3] and [4]: dimension 1 is 3 and 4".
+ *
+ * @module
+ */
+
+/**
+ * A shape, axis, index or size rule was broken. A `RangeError`.
+ *
+ * @example
+ * ```ts
+ * import { TensorShapeError } from "@zigtensor/zigtensor";
+ * const error = new TensorShapeError("reshape", "cannot reshape 6 elements into [4]", [[6], [4]]);
+ * console.assert(error instanceof RangeError && error.op === "reshape");
+ * ```
+ */
+export class TensorShapeError extends RangeError {
+  /** The operation that refused its input. */
+  readonly op: string;
+  /** The shapes involved, in the order the operation took them. */
+  readonly shapes: readonly (readonly number[])[];
+
+  constructor(op: string, rule: string, shapes: readonly (readonly number[])[] = [], options?: ErrorOptions) {
+    super(`${op}: ${rule}`, options);
+    this.name = "TensorShapeError";
+    this.op = op;
+    this.shapes = shapes;
+  }
+}
+
+/**
+ * An element type is unsupported for an operation, or an ONNX type zigtensor does not implement. A
+ * `TypeError`.
+ *
+ * @example
+ * ```ts
+ * import { DTypeError } from "@zigtensor/zigtensor";
+ * const error = new DTypeError("fromOnnx", "ONNX type STRING (8) is not supported");
+ * console.assert(error instanceof TypeError && error.message.includes("STRING"));
+ * ```
+ */
+export class DTypeError extends TypeError {
+  /** The operation that refused the type. */
+  readonly op: string;
+
+  constructor(op: string, rule: string, options?: ErrorOptions) {
+    super(`${op}: ${rule}`, options);
+    this.name = "DTypeError";
+    this.op = op;
+  }
+}
+
+/**
+ * Data was read or written through a handle whose storage was released (disposed, collected by a scope, or
+ * its arena reset). A `TypeError`, the closest built-in to .NET's `ObjectDisposedException`.
+ *
+ * @example
+ * ```ts
+ * import { StaleTensorError } from "@zigtensor/zigtensor";
+ * const error = new StaleTensorError("get");
+ * console.assert(error instanceof TypeError && error.op === "get");
+ * ```
+ */
+export class StaleTensorError extends TypeError {
+  /** The operation that touched released storage. */
+  readonly op: string;
+
+  constructor(op: string, options?: ErrorOptions) {
+    super(
+      `${op}: the tensor's storage was released (disposed, its scope ended or its arena was reset)`,
+      options,
+    );
+    this.name = "StaleTensorError";
+    this.op = op;
+  }
+}
+
+/**
+ * A tensor saved for the backward pass was written in place after it was saved. An `Error`.
+ *
+ * @example
+ * ```ts
+ * import { TensorVersionError } from "@zigtensor/zigtensor";
+ * const error = new TensorVersionError("Mul", 0, 1);
+ * console.assert(error.savedVersion === 0 && error.currentVersion === 1);
+ * ```
+ */
+export class TensorVersionError extends Error {
+  /** The operation whose backward pass needed the tensor. */
+  readonly op: string;
+  /** The storage version when the tensor was saved. */
+  readonly savedVersion: number;
+  /** The storage version when the backward pass unpacked it. */
+  readonly currentVersion: number;
+
+  constructor(op: string, savedVersion: number, currentVersion: number, options?: ErrorOptions) {
+    super(
+      `${op}: a tensor saved for backward was modified in place (saved at version ${savedVersion}, now ` +
+        `${currentVersion}); clone it before writing, or write before it is used`,
+      options,
+    );
+    this.name = "TensorVersionError";
+    this.op = op;
+    this.savedVersion = savedVersion;
+    this.currentVersion = currentVersion;
+  }
+}
+
+/**
+ * The native library could not be found, loaded, or used: missing file, ABI mismatch, or an ISA the CPU
+ * cannot run.
+ *
+ * @example
+ * ```ts
+ * import { NativeLibraryError } from "@zigtensor/zigtensor";
+ * const error = new NativeLibraryError("no library at /nowhere");
+ * console.assert(error.name === "NativeLibraryError");
+ * ```
+ */
+export class NativeLibraryError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "NativeLibraryError";
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * The one neutral symbol table of libzigtensor. Each runtime binding maps these types to its own dialect
+ * once (`ptr` is a Deno `pointer` and a Bun `ptr`); the hot path uses only pointers, 32-bit integers and
+ * floats, so no call needs a BigInt.
+ *
+ * @module
+ */
+
+/** Parameter and result types of the neutral table. */
+export type NativeType = "ptr" | "i32" | "u32" | "f32" | "f64" | "void";
+
+/** A native address, opaque to TypeScript: a Deno pointer object or a Bun number. */
+export type NativePointer = { readonly __nativePointer: unique symbol };
+
+interface SymbolSpec {
+  readonly parameters: readonly NativeType[];
+  readonly result: NativeType;
+}
+
+/** Every export the binding uses, with its C signature. */
+export const symbols = {
+  zt_abi_version: { parameters: [], result: "u32" },
+  zt_abi_layout: { parameters: ["ptr", "u32"], result: "u32" },
+  zt_checked: { parameters: [], result: "u32" },
+  zt_init: { parameters: ["i32"], result: "i32" },
+  zt_isa_selected: { parameters: [], result: "i32" },
+  zt_isa_compiled: { parameters: [], result: "u32" },
+  zt_isa_supported: { parameters: [], result: "u32" },
+  zt_pool_rent: { parameters: ["u32", "u32"], result: "ptr" },
+  zt_pool_release: { parameters: ["ptr", "u32"], result: "u32" },
+  zt_pool_stats: { parameters: ["ptr"], result: "void" },
+  zt_binary_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
+} as const satisfies Record<string, SymbolSpec>;
+
+type JsValue<T extends NativeType> = T extends "ptr" ? NativePointer | null
+  : T extends "void" ? void
+  : number;
+
+type JsParameters<P extends readonly NativeType[]> = {
+  [K in keyof P]: P[K] extends "ptr" ? NativePointer : number;
+};
+
+/** The bound functions, typed from the table. */
+export type NativeSymbols = {
+  [K in keyof typeof symbols]: (
+    ...args: JsParameters<(typeof symbols)[K]["parameters"]>
+  ) => JsValue<(typeof symbols)[K]["result"]>;
+};
+
+/** Status codes of `abi.Status` in `zig/abi.zig`. */
+export const Status = {
+  ok: 0,
+  unsupportedIsa: -1,
+  outOfMemory: -2,
+  canaryOverrun: -3,
+  invalidArgument: -4,
+} as const;
