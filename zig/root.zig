@@ -44,7 +44,7 @@ export fn zt_isa_supported() u32 {
     return cpu.supportedMask();
 }
 
-// --- buffer pool ---
+// --- buffer pool and arenas ---
 
 export fn zt_pool_rent(bytes: u32, zero: u32) ?*anyopaque {
     return BufferPool.global.rent(bytes, zero != 0);
@@ -58,8 +58,10 @@ export fn zt_pool_stats(out: *BufferPool.Stats) void {
     out.* = BufferPool.global.stats();
 }
 
-// --- kernels ---
+// --- data movement: strided copy, casts, f16/bf16, layouts, quantized blocks ---
+
+// --- kernels: element-wise, reductions, softmax, GEMM, pooling ---
 
 export fn zt_binary_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque, b: *const anyopaque) void {
-    dispatch.active().binary_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));
+    dispatch.active().elementwise.binary_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));
 }

@@ -2,10 +2,11 @@
 //! `zt_kernels_<isa>`; the core picks one table at init.
 const options = @import("build_options");
 const table = @import("kernels/table.zig");
-const elementwise = @import("kernels/elementwise.zig");
 
 const kernels: table.KernelTable = .{
-    .binary_f32 = elementwise.binaryF32,
+    .elementwise = @import("kernels/elementwise.zig").table_entries,
+    .gemm = @import("kernels/gemm.zig").table_entries,
+    .movement = @import("kernels/movement.zig").table_entries,
 };
 
 comptime {

@@ -26,9 +26,12 @@ export const symbols = {
   zt_isa_selected: { parameters: [], result: "i32" },
   zt_isa_compiled: { parameters: [], result: "u32" },
   zt_isa_supported: { parameters: [], result: "u32" },
+  // buffer pool and arenas
   zt_pool_rent: { parameters: ["u32", "u32"], result: "ptr" },
   zt_pool_release: { parameters: ["ptr", "u32"], result: "u32" },
   zt_pool_stats: { parameters: ["ptr"], result: "void" },
+  // data movement: strided copy, casts, f16/bf16, layouts, quantized blocks
+  // kernels: element-wise, reductions, softmax, GEMM, pooling
   zt_binary_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
 } as const satisfies Record<string, SymbolSpec>;
 

@@ -10,6 +10,18 @@ const Rows = @import("rows.zig").Rows;
 const lanes = std.simd.suggestVectorLength(f32) orelse 1;
 const V = @Vector(lanes, f32);
 
+/// out = a (op) b over one shape; operands 0, 1, 2 of the argument block are out, a and b.
+pub const BinaryFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, b: [*]const u8) callconv(.c) void;
+
+/// This family's entries in the kernel table.
+pub const Table = extern struct {
+    binary_f32: BinaryFn,
+};
+
+pub const table_entries: Table = .{
+    .binary_f32 = binaryF32,
+};
+
 /// Binary operations, numbered as in the binding's `BinaryOp`.
 pub const BinaryOp = enum(i32) {
     add = 0,

@@ -1,6 +1,5 @@
 //! The seam between the core and the per-ISA kernels: the runtime services the core lends to kernels and
 //! the table of kernel entry points that each variant exports as `zt_kernels_<isa>`.
-const abi = @import("../abi.zig");
 
 /// A unit of parallel work: `task` is called once for every index in `0..tasks`.
 pub const TaskFn = *const fn (context: *anyopaque, task: u32) callconv(.c) void;
@@ -16,10 +15,10 @@ pub const Runtime = extern struct {
     }
 };
 
-/// out = a (op) b over one shape; operands 0, 1, 2 of the argument block are out, a and b.
-pub const BinaryFn = *const fn (rt: *const Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, b: [*]const u8) callconv(.c) void;
-
-/// The kernel entry points of one ISA variant.
+/// The kernel entry points of one ISA variant, one sub-table per kernel family; each family's file defines
+/// its `Table` type and its `table` value.
 pub const KernelTable = extern struct {
-    binary_f32: BinaryFn,
+    elementwise: @import("elementwise.zig").Table,
+    gemm: @import("gemm.zig").Table,
+    movement: @import("movement.zig").Table,
 };

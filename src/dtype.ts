@@ -1,0 +1,226 @@
+/**
+ * Element types. The numeric value of a `DType` is its ONNX `TensorProto.DataType` code, so no mapping table
+ * exists; the two GGML block formats take codes outside the ONNX range (0x100 + the GGML type id). This file
+ * is the one dtype table: every size, name and typed-array constructor is read from it.
+ *
+ * @module
+ */
+import { DTypeError } from "./errors.ts";
+
+/** Every ONNX `TensorProto.DataType` name by code, 1–28 (0 is UNDEFINED). */
+const ONNX_NAMES: readonly string[] = [
+  "UNDEFINED",
+  "FLOAT",
+  "UINT8",
+  "INT8",
+  "UINT16",
+  "INT16",
+  "INT32",
+  "INT64",
+  "STRING",
+  "BOOL",
+  "FLOAT16",
+  "DOUBLE",
+  "UINT32",
+  "UINT64",
+  "COMPLEX64",
+  "COMPLEX128",
+  "BFLOAT16",
+  "FLOAT8E4M3FN",
+  "FLOAT8E4M3FNUZ",
+  "FLOAT8E5M2",
+  "FLOAT8E5M2FNUZ",
+  "UINT4",
+  "INT4",
+  "FLOAT4E2M1",
+  "FLOAT8E8M0",
+  "UINT2",
+  "INT2",
+  "FLOAT6E2M3",
+  "FLOAT6E3M2",
+];
+
+/** The typed arrays that hold element data, by storage kind. */
+export type TypedArray =
+  | Float32Array
+  | Float64Array
+  | Uint8Array
+  | Int8Array
+  | Uint16Array
+  | Int16Array
+  | Int32Array
+  | Uint32Array
+  | BigInt64Array
+  | BigUint64Array;
+
+type TypedArrayConstructor = {
+  new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): TypedArray;
+  new (length: number): TypedArray;
+  readonly BYTES_PER_ELEMENT: number;
+};
+
+/** One row of the dtype table. */
+export interface DTypeInfo {
+  readonly code: number;
+  /** zigtensor's name: "F32", "BF16", "Q8_0", ... */
+  readonly name: string;
+  /** Elements per storage block: 1, or 32 for the GGML formats. */
+  readonly blockElements: number;
+  /** Bytes per storage block. */
+  readonly blockBytes: number;
+  readonly isFloat: boolean;
+  readonly isQuantized: boolean;
+  /** The typed array `data()` returns (raw bits for F16 and BF16, bytes for the quantized types). */
+  readonly array: TypedArrayConstructor;
+  /** Whether elements read and write as `bigint` (I64, U64). */
+  readonly isBigInt: boolean;
+}
+
+function row(
+  code: number,
+  name: string,
+  array: TypedArrayConstructor,
+  options: { float?: boolean; block?: [number, number]; bigint?: boolean } = {},
+): DTypeInfo {
+  const [blockElements, blockBytes] = options.block ?? [1, array.BYTES_PER_ELEMENT];
+  return {
+    code,
+    name,
+    blockElements,
+    blockBytes,
+    isFloat: options.float ?? false,
+    isQuantized: options.block !== undefined,
+    array,
+    isBigInt: options.bigint ?? false,
+  };
+}
+
+const TABLE: readonly DTypeInfo[] = [
+  row(1, "F32", Float32Array, { float: true }),
+  row(2, "U8", Uint8Array),
+  row(3, "I8", Int8Array),
+  row(4, "U16", Uint16Array),
+  row(5, "I16", Int16Array),
+  row(6, "I32", Int32Array),
+  row(7, "I64", BigInt64Array, { bigint: true }),
+  row(9, "Bool", Uint8Array),
+  row(10, "F16", Uint16Array, { float: true }),
+  row(11, "F64", Float64Array, { float: true }),
+  row(12, "U32", Uint32Array),
+  row(13, "U64", BigUint64Array, { bigint: true }),
+  row(16, "BF16", Uint16Array, { float: true }),
+  row(0x102, "Q4_0", Uint8Array, { float: true, block: [32, 18] }),
+  row(0x108, "Q8_0", Uint8Array, { float: true, block: [32, 34] }),
+];
+
+const BY_CODE = new Map<number, DTypeInfo>(TABLE.map((info) => [info.code, info]));
+
+/** An element type: its ONNX code (or 0x102 / 0x108 for Q4_0 / Q8_0). */
+export type DType = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 9 | 10 | 11 | 12 | 13 | 16 | 0x102 | 0x108;
+
+/** The table row of `dtype`; throws `DTypeError` naming `op` for a value that is not a dtype. */
+export function dtypeInfo(dtype: number, op = "dtype"): DTypeInfo {
+  const info = BY_CODE.get(dtype);
+  if (info === undefined) {
+    throw new DTypeError(
+      op,
+      `${String(dtype)} is not a zigtensor dtype (use a DType value such as DType.F32)`,
+    );
+  }
+  return info;
+}
+
+/**
+ * The element types, with their ONNX codes, and the functions that describe them.
+ *
+ * @example
+ * ```ts
+ * import { DType } from "@zigtensor/zigtensor";
+ * console.assert(DType.F32 === 1 && DType.BF16 === 16);
+ * console.assert(DType.byteSize(DType.F16) === 2 && DType.isFloat(DType.BF16));
+ * console.assert(DType.fromOnnx(7) === DType.I64 && DType.onnxName(8) === "STRING");
+ * ```
+ */
+export const DType = {
+  F32: 1,
+  U8: 2,
+  I8: 3,
+  U16: 4,
+  I16: 5,
+  I32: 6,
+  I64: 7,
+  Bool: 9,
+  F16: 10,
+  F64: 11,
+  U32: 12,
+  U64: 13,
+  BF16: 16,
+  /** GGML Q4_0: blocks of 32 elements, an f16 scale and 16 bytes of 4-bit values (18 bytes). */
+  Q4_0: 0x102,
+  /** GGML Q8_0: blocks of 32 elements, an f16 scale and 32 signed bytes (34 bytes). */
+  Q8_0: 0x108,
+
+  /**
+   * The dtype of an ONNX code; throws `DTypeError` naming the ONNX type when zigtensor does not support it.
+   *
+   * @example
+   * ```ts
+   * import { DType, DTypeError } from "@zigtensor/zigtensor";
+   * try {
+   *   DType.fromOnnx(14);
+   * } catch (error) {
+   *   console.assert(error instanceof DTypeError && error.message.includes("COMPLEX64"));
+   * }
+   * ```
+   */
+  fromOnnx(code: number): DType {
+    const info = Number.isInteger(code) && code >= 1 && code <= 28 ? BY_CODE.get(code) : undefined;
+    if (info === undefined) {
+      const name = Number.isInteger(code) && code >= 0 && code < ONNX_NAMES.length
+        ? ONNX_NAMES[code]
+        : undefined;
+      throw new DTypeError(
+        "fromOnnx",
+        name === undefined
+          ? `${code} is not an ONNX TensorProto.DataType code (1 to 28)`
+          : `ONNX type ${name} (${code}) is not supported; supported: ${
+            TABLE.filter((t) => !t.isQuantized).map((t) => ONNX_NAMES[t.code]).join(", ")
+          }`,
+      );
+    }
+    return info.code as DType;
+  },
+
+  /** The ONNX name of a code 0–28 ("FLOAT", "STRING", "FLOAT8E4M3FN", ...), or of Q4_0 / Q8_0. */
+  onnxName(code: number): string {
+    if (Number.isInteger(code) && code >= 0 && code < ONNX_NAMES.length) return ONNX_NAMES[code];
+    const info = BY_CODE.get(code);
+    if (info !== undefined) return info.name;
+    throw new DTypeError("onnxName", `${code} is not an ONNX TensorProto.DataType code (0 to 28)`);
+  },
+
+  /** Bytes per element (bytes per 32-element block divided by 32 is not whole for Q4_0 and Q8_0: use `dtypeInfo`). */
+  byteSize(dtype: DType): number {
+    const info = dtypeInfo(dtype, "byteSize");
+    if (info.isQuantized) {
+      throw new DTypeError(
+        "byteSize",
+        `${info.name} stores ${info.blockElements} elements in ${info.blockBytes} bytes; it has no per-element size`,
+      );
+    }
+    return info.blockBytes;
+  },
+
+  /** Whether `dtype` is floating point (F32, F64, F16, BF16, and the quantized float formats). */
+  isFloat(dtype: DType): boolean {
+    return dtypeInfo(dtype, "isFloat").isFloat;
+  },
+
+  /** zigtensor's name of a dtype: "F32", "Bool", "Q4_0", ... */
+  name(dtype: DType): string {
+    return dtypeInfo(dtype, "name").name;
+  },
+} as const;
+
+/** Every dtype, in code order. */
+export const ALL_DTYPES: readonly DType[] = TABLE.map((info) => info.code as DType);

@@ -1,0 +1,164 @@
+/**
+ * The kernel seam: the one place operations call kernels. A kernel takes strided operands over storage and
+ * writes an output the caller allocated; the caller has validated shapes and expanded broadcasts to stride 0,
+ * so every operand of an element-wise kernel has the iteration shape. `referenceKernels` (plain TypeScript,
+ * f64 accumulation, no threads) defines the meaning; `nativeKernels` runs the Zig kernels and is tested
+ * against it.
+ *
+ * @module
+ */
+import type { NativePointer } from "../native/symbols.ts";
+import type { TypedArray } from "../dtype.ts";
+
+/** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
+export interface KernelOperand {
+  /** The storage's native address (what native kernels use). */
+  readonly pointer: NativePointer;
+  /** A typed array over the whole storage, of the operand's element type (what reference kernels use). */
+  readonly data: TypedArray;
+  /** Element offset of the operand's first element in `data`. */
+  readonly offset: number;
+  /** Strides in elements, one per axis of the iteration shape; 0 broadcasts, negative reverses. */
+  readonly strides: readonly number[];
+}
+
+/** "fast" (f32 FMA, any summation order) or "exact" (f64 accumulation in ascending order, same bits everywhere). */
+export type ArithmeticMode = "fast" | "exact";
+
+/** How a kernel may compute: its arithmetic mode and how many threads it may use. */
+export interface ComputeSettings {
+  readonly mode: ArithmeticMode;
+  readonly threads: number;
+}
+
+/** Binary element-wise operations; the codes are the native ones. Comparisons write Bool (0/1 bytes). */
+export const BinaryOp = {
+  Add: 0,
+  Sub: 1,
+  Mul: 2,
+  Div: 3,
+  /** NaN if either side is NaN, like `torch.maximum`. */
+  Max: 4,
+  Min: 5,
+  Pow: 6,
+  Eq: 7,
+  Ne: 8,
+  Lt: 9,
+  Le: 10,
+  Gt: 11,
+  Ge: 12,
+} as const;
+export type BinaryOp = (typeof BinaryOp)[keyof typeof BinaryOp];
+
+/** Unary element-wise operations; the codes are the native ones. */
+export const UnaryOp = {
+  Neg: 0,
+  Abs: 1,
+  Relu: 2,
+  Exp: 3,
+  Log: 4,
+  Sqrt: 5,
+  Tanh: 6,
+  Sigmoid: 7,
+  /** GELU, tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
+  Gelu: 8,
+  Erf: 9,
+} as const;
+export type UnaryOp = (typeof UnaryOp)[keyof typeof UnaryOp];
+
+/** Reductions; the codes are the native ones. ArgMax writes I64 indices. */
+export const ReduceOp = {
+  Sum: 0,
+  Mean: 1,
+  Max: 2,
+  Min: 3,
+  ArgMax: 4,
+} as const;
+export type ReduceOp = (typeof ReduceOp)[keyof typeof ReduceOp];
+
+/** Softmax family over the last axis; the codes are the native ones. */
+export const SoftmaxOp = {
+  Softmax: 0,
+  LogSoftmax: 1,
+} as const;
+export type SoftmaxOp = (typeof SoftmaxOp)[keyof typeof SoftmaxOp];
+
+/** Geometry of a 2-D max pooling over an NCHW input. */
+export interface Pool2dParams {
+  /** Input extents [N, C, H, W]. */
+  readonly input: readonly [number, number, number, number];
+  readonly kernel: readonly [number, number];
+  readonly stride: readonly [number, number];
+  readonly padding: readonly [number, number];
+}
+
+/** The kernel set. Every method writes only `out` (and `indices`) and returns nothing. */
+export interface TensorKernels {
+  readonly name: string;
+
+  /** out = a (op) b over `shape`; Bool output for comparisons. */
+  binary(
+    op: BinaryOp,
+    shape: readonly number[],
+    out: KernelOperand,
+    a: KernelOperand,
+    b: KernelOperand,
+    settings: ComputeSettings,
+  ): void;
+
+  /** out = op(a) over `shape`. */
+  unary(
+    op: UnaryOp,
+    shape: readonly number[],
+    out: KernelOperand,
+    a: KernelOperand,
+    settings: ComputeSettings,
+  ): void;
+
+  /**
+   * Reduces the last `reducedAxes` axes of `shape`: `out` has strides for the leading (kept) axes only, `a`
+   * for all of them. Sums accumulate in f64 in row-major order of the reduced axes.
+   */
+  reduce(
+    op: ReduceOp,
+    shape: readonly number[],
+    reducedAxes: number,
+    out: KernelOperand,
+    a: KernelOperand,
+    settings: ComputeSettings,
+  ): void;
+
+  /** Softmax or log-softmax over the last axis of `shape`. */
+  softmax(
+    op: SoftmaxOp,
+    shape: readonly number[],
+    out: KernelOperand,
+    a: KernelOperand,
+    settings: ComputeSettings,
+  ): void;
+
+  /**
+   * Batched matrix product. `shape` is the output's `[...batch, M, N]`; `a` has strides for
+   * `[...batch, M, K]` and `b` for `[...batch, K, N]` (batch strides 0 where broadcast).
+   */
+  matMul(
+    shape: readonly number[],
+    k: number,
+    out: KernelOperand,
+    a: KernelOperand,
+    b: KernelOperand,
+    settings: ComputeSettings,
+  ): void;
+
+  /**
+   * 2-D max pooling. `out` has the output shape [N, C, OH, OW]; `indices`, when given (Int32, same strides as
+   * out), receives each winner's flat row-major NCHW position in the input.
+   */
+  maxPool2d(
+    params: Pool2dParams,
+    out: KernelOperand,
+    x: KernelOperand,
+    indices: KernelOperand | null,
+    settings: ComputeSettings,
+  ): void;
+}
