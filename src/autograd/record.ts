@@ -1,0 +1,176 @@
+/**
+ * Backward records (spec 000 §8). An operation records only when gradient mode is on and an input requires
+ * gradients; the record holds the op kind, per input its autograd node (null when that input needs no
+ * gradient), shape and dtype, positional saved slots (version-checked `SavedTensor`s, empty when the op did not
+ * need one), integer and float attributes, and tensors it owns (freed by `release()`).
+ *
+ * @module
+ */
+import type { DType } from "../dtype.ts";
+import { TensorVersionError } from "../errors.ts";
+import { type ComputeSnapshot, computeSnapshot, gradEnabled } from "../context.ts";
+import type { Tensor } from "../tensor.ts";
+
+/** The operations that record, named as in the spec's table and autograd.md. */
+export type OpKind =
+  | "Add"
+  | "Sub"
+  | "Mul"
+  | "Div"
+  | "Neg"
+  | "Relu"
+  | "MatMul"
+  | "MaxPool2d"
+  | "Cast"
+  | "Slice"
+  | "Permute"
+  | "Reshape"
+  | "Expand"
+  | "Flip"
+  | "Select"
+  | "Exp"
+  | "Log"
+  | "Sqrt"
+  | "Tanh"
+  | "Sigmoid"
+  | "Gelu"
+  | "Sum"
+  | "Mean"
+  | "Max"
+  | "Softmax"
+  | "LogSoftmax"
+  | "Concat"
+  | "LayerNorm"
+  | "BatchNorm"
+  | "Conv2d"
+  | "AvgPool2d"
+  | "Embedding"
+  | "NllLoss";
+
+/** A gradient leaf: where `backward()` accumulates the gradient of a tensor made by `withRequiresGrad()`. */
+export class LeafNode {
+  /** The accumulated gradient, or null before the first backward pass. */
+  grad: Tensor | null = null;
+  constructor(readonly shape: readonly number[], readonly dtype: DType) {}
+}
+
+/** Makes the node of a new leaf. */
+export function leafNode(shape: readonly number[], dtype: DType): LeafNode {
+  return new LeafNode(shape, dtype);
+}
+
+/** A node of the graph: a leaf, or the record of the op that made a tensor. */
+export type AutogradNode = LeafNode | BackwardRecord;
+
+/** What a record keeps of each input. */
+export interface RecordInput {
+  /** The input's node, or null when it needs no gradient. */
+  readonly node: AutogradNode | null;
+  readonly shape: readonly number[];
+  readonly dtype: DType;
+}
+
+/**
+ * A tensor saved for the backward pass: it shares storage with the original and remembers the storage version,
+ * so that an in-place write between forward and backward is caught instead of giving a wrong gradient.
+ */
+export class SavedTensor {
+  /** The storage version when saved. */
+  readonly version: number;
+  readonly #tensor: Tensor;
+
+  constructor(tensor: Tensor) {
+    this.#tensor = tensor.detach();
+    this.version = tensor.storage.version;
+  }
+
+  /** The saved tensor; throws `TensorVersionError` naming `op` and both versions if it was written since. */
+  unpack(op: string): Tensor {
+    const current = this.#tensor.storage.version;
+    if (current !== this.version) throw new TensorVersionError(op, this.version, current);
+    return this.#tensor;
+  }
+}
+
+/** The backward record of one operation. */
+export class BackwardRecord {
+  /** Tensors the record created itself (indices, intermediates), freed by `release()`. */
+  readonly owned: Tensor[];
+  /** The compute settings of the forward pass; its backward rule runs under them. */
+  readonly settings: ComputeSnapshot = computeSnapshot();
+  #released = false;
+
+  constructor(
+    readonly op: OpKind,
+    readonly inputs: readonly RecordInput[],
+    readonly saved: readonly (SavedTensor | null)[],
+    readonly ints: readonly number[],
+    readonly floats: readonly number[],
+    owned: Tensor[] = [],
+  ) {
+    this.owned = owned;
+  }
+
+  /** The shape of input `i`. */
+  inputShape(i: number): readonly number[] {
+    return this.inputs[i].shape;
+  }
+
+  /** The dtype of input `i`. */
+  inputDType(i: number): DType {
+    return this.inputs[i].dtype;
+  }
+
+  /** Whether input `i` needs a gradient. */
+  needsGrad(i: number): boolean {
+    return this.inputs[i].node !== null;
+  }
+
+  /** Saved slot `i`, unpacked (version-checked); throws when the slot is empty. */
+  savedTensor(i: number): Tensor {
+    const slot = this.saved[i];
+    if (slot === null || slot === undefined) throw new Error(`${this.op}: saved slot ${i} is empty`);
+    return slot.unpack(this.op);
+  }
+
+  /** Whether `release()` ran (the backward pass consumed the record). */
+  get isReleased(): boolean {
+    return this.#released;
+  }
+
+  /** Frees the owned tensors; the saved slots are dropped with the record. */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    for (const tensor of this.owned) tensor.dispose();
+  }
+}
+
+/** The node gradients flow into for `t`, or null when it needs none. */
+export function nodeOf(t: Tensor): AutogradNode | null {
+  return t.gradFn ?? t.leaf;
+}
+
+/** Whether an op over `inputs` records: gradient mode on and at least one input requires gradients. */
+export function shouldRecord(...inputs: readonly Tensor[]): boolean {
+  if (!inputs.some((t) => t.requiresGrad)) return false;
+  return gradEnabled();
+}
+
+/** Attaches a record of `op` over `inputs` to `result` and returns `result`. */
+export function record(
+  result: Tensor,
+  op: OpKind,
+  inputs: readonly Tensor[],
+  parts: {
+    saved?: readonly (Tensor | null)[];
+    ints?: readonly number[];
+    floats?: readonly number[];
+    owned?: Tensor[];
+  } = {},
+): Tensor {
+  const entries = inputs.map((t) => ({ node: nodeOf(t), shape: t.shape, dtype: t.dtype }));
+  const saved = (parts.saved ?? []).map((t) => (t === null ? null : new SavedTensor(t)));
+  result.gradFn = new BackwardRecord(op, entries, saved, parts.ints ?? [], parts.floats ?? [], parts.owned ?? []);
+  return result;
+}

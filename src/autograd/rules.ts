@@ -1,0 +1,205 @@
+/**
+ * One backward rule per recorded op, in one table, each with its formula. A rule takes the record and the
+ * gradient of the op's output and returns one gradient per input (null where the input needs none), each of
+ * the input's shape. Rules run with recording off, under the forward pass's compute settings.
+ *
+ * @module
+ */
+import type { DType } from "../dtype.ts";
+import { formatShape } from "../shape.ts";
+import { allocate, type Tensor } from "../tensor.ts";
+import { add, div, eq, gt, mul, neg, sub } from "../ops/elementwise.ts";
+import { matmul } from "../ops/linalg.ts";
+import { sum } from "../ops/reduce.ts";
+import { expand, flip, permute, reshape, select, slice, transpose } from "../ops/views.ts";
+import { cast, copyInto } from "../ops/copy.ts";
+import { exp } from "../ops/elementwise.ts";
+import type { BackwardRecord, OpKind } from "./record.ts";
+
+/** The gradients of a record's inputs from the gradient of its output. */
+export type BackwardRule = (record: BackwardRecord, g: Tensor) => (Tensor | null)[];
+
+/** Sums `g` down to `shape` over the axes broadcasting stretched (leading axes, and extent-1 axes). */
+export function sumToShape(g: Tensor, shape: readonly number[]): Tensor {
+  if (g.rank === shape.length && g.shape.every((e, i) => e === shape[i])) return g;
+  const lead = g.rank - shape.length;
+  const axes: number[] = [];
+  for (let i = 0; i < g.rank; i++) {
+    if (i < lead || (shape[i - lead] === 1 && g.shape[i] !== 1)) axes.push(i);
+  }
+  const reduced = axes.length === 0 ? g : sum(g, axes, { keepDims: true });
+  return reshape(reduced, shape);
+}
+
+/** Zeros of `shape` with `g` written into the region `region` picks out of them. */
+function scatterInto(shape: readonly number[], g: Tensor, region: (zeros: Tensor) => Tensor): Tensor {
+  const zeros = allocate("backward", shape, 1, true, { scoped: true });
+  copyInto(region(zeros), g);
+  return zeros;
+}
+
+/** `mask` (Bool) as 0/1 F32. */
+function asFloat(mask: Tensor): Tensor {
+  return cast(mask, 1 as DType);
+}
+
+/** A keepDims-shaped view of a reduction's gradient, for broadcasting back over the input. */
+function keptGradient(record: BackwardRecord, g: Tensor): Tensor {
+  const [keepDims, ...axes] = record.ints;
+  if (keepDims === 1) return g;
+  const shape = record.inputShape(0).map((extent, i) => (axes.includes(i) ? 1 : extent));
+  return reshape(g, shape);
+}
+
+const GELU_C = Math.sqrt(2 / Math.PI);
+const GELU_A = 0.044715;
+
+const rules: Record<OpKind, BackwardRule> = {
+  // d(a + b) = g, summed to each input's shape.
+  Add: (r, g) => [r.needsGrad(0) ? sumToShape(g, r.inputShape(0)) : null, r.needsGrad(1) ? sumToShape(g, r.inputShape(1)) : null],
+  // d(a − b): g for a, −g for b.
+  Sub: (r, g) => [r.needsGrad(0) ? sumToShape(g, r.inputShape(0)) : null, r.needsGrad(1) ? sumToShape(neg(g), r.inputShape(1)) : null],
+  // da = g·b (slot 1), db = g·a (slot 0).
+  Mul: (r, g) => [
+    r.needsGrad(0) ? sumToShape(mul(g, r.savedTensor(1)), r.inputShape(0)) : null,
+    r.needsGrad(1) ? sumToShape(mul(g, r.savedTensor(0)), r.inputShape(1)) : null,
+  ],
+  // da = g/b, db = −g·a/b².
+  Div: (r, g) => {
+    const b = r.savedTensor(1);
+    const da = r.needsGrad(0) ? sumToShape(div(g, b), r.inputShape(0)) : null;
+    const db = r.needsGrad(1) ? sumToShape(neg(div(mul(g, r.savedTensor(0)), mul(b, b))), r.inputShape(1)) : null;
+    return [da, db];
+  },
+  // −g.
+  Neg: (_, g) => [neg(g)],
+  // g where the output is positive.
+  Relu: (r, g) => {
+    const out = r.savedTensor(0);
+    return [mul(g, asFloat(gt(out, 0)))];
+  },
+  // dA = g·Bᵀ, dB = Aᵀ·g, the transposes being strided views of the saved tensors.
+  MatMul: (r, g) => [
+    r.needsGrad(0) ? sumToShape(matmul(g, transpose(r.savedTensor(1), -1, -2)), r.inputShape(0)) : null,
+    r.needsGrad(1) ? sumToShape(matmul(transpose(r.savedTensor(0), -1, -2), g), r.inputShape(1)) : null,
+  ],
+  // Each output gradient is added at its winner's flat index.
+  MaxPool2d: (r, g) => [maxPoolBackward(r, g)],
+  // The gradient cast back to the input's dtype.
+  Cast: (r, g) => [g.dtype === r.inputDType(0) ? g : cast(g, r.inputDType(0))],
+  // Zeros of the input shape with g written into the slice.
+  Slice: (r, g) => {
+    const [axis, start, end, step] = r.ints;
+    return [scatterInto(r.inputShape(0), g, (z) => slice(z, axis, start, end, step))];
+  },
+  // The inverse permutation.
+  Permute: (r, g) => {
+    const inverse = new Array<number>(r.ints.length);
+    r.ints.forEach((d, i) => (inverse[d] = i));
+    return [permute(g, inverse)];
+  },
+  // g reshaped to the input shape.
+  Reshape: (r, g) => [reshape(g, r.inputShape(0))],
+  // g summed down to the input shape.
+  Expand: (r, g) => [sumToShape(g, r.inputShape(0))],
+  // g flipped back.
+  Flip: (r, g) => [flip(g, r.ints[0])],
+  // Zeros of the input shape with g written at the index.
+  Select: (r, g) => [scatterInto(r.inputShape(0), g, (z) => select(z, r.ints[0], r.ints[1]))],
+  // d eˣ = g·eˣ (the saved output).
+  Exp: (r, g) => [mul(g, r.savedTensor(0))],
+  // d ln x = g/x.
+  Log: (r, g) => [div(g, r.savedTensor(0))],
+  // d √x = g/(2√x).
+  Sqrt: (r, g) => [div(g, mul(r.savedTensor(0), 2))],
+  // d tanh x = g·(1 − tanh²x).
+  Tanh: (r, g) => {
+    const y = r.savedTensor(0);
+    return [mul(g, sub(1, mul(y, y)))];
+  },
+  // d σ(x) = g·σ(x)·(1 − σ(x)).
+  Sigmoid: (r, g) => {
+    const y = r.savedTensor(0);
+    return [mul(g, mul(y, sub(1, y)))];
+  },
+  // d gelu = 0.5·(1 + t) + 0.5·x·(1 − t²)·c·(1 + 3a·x²), t = tanh(c·(x + a·x³)).
+  Gelu: (r, g) => {
+    const x = r.savedTensor(0);
+    const t = r.savedTensor(1);
+    const left = mul(add(t, 1), 0.5);
+    const slope = mul(add(mul(mul(x, x), 3 * GELU_A), 1), GELU_C);
+    const right = mul(mul(mul(x, 0.5), sub(1, mul(t, t))), slope);
+    return [mul(g, add(left, right))];
+  },
+  // g broadcast back over the reduced axes.
+  Sum: (r, g) => [expand(keptGradient(r, g), r.inputShape(0))],
+  // g/count broadcast back over the reduced axes.
+  Mean: (r, g) => {
+    const [, ...axes] = r.ints;
+    const count = axes.reduce((n, a) => n * r.inputShape(0)[a], 1);
+    return [expand(div(keptGradient(r, g), count), r.inputShape(0))];
+  },
+  // g shared among the positions equal to the maximum.
+  Max: (r, g) => {
+    const x = r.savedTensor(0);
+    const y = keptGradient(r, r.savedTensor(1));
+    const [, ...axes] = r.ints;
+    const mask = asFloat(eq(x, y));
+    const ties = sum(mask, axes, { keepDims: true });
+    return [mul(mask, div(keptGradient(r, g), ties))];
+  },
+  // dx = y·(g − Σ g·y), the sum over the softmax axis.
+  Softmax: (r, g) => {
+    const y = r.savedTensor(0);
+    const dot = sum(mul(g, y), r.ints[0], { keepDims: true });
+    return [mul(y, sub(g, dot))];
+  },
+  // dx = g − eʸ·Σ g, the sum over the axis.
+  LogSoftmax: (r, g) => {
+    const y = r.savedTensor(0);
+    return [sub(g, mul(exp(y), sum(g, r.ints[0], { keepDims: true })))];
+  },
+  // −g/N at each row's target.
+  NllLoss: (r, g) => [nllBackward(r, g)],
+  Concat: unsupported,
+  LayerNorm: unsupported,
+  BatchNorm: unsupported,
+  Conv2d: unsupported,
+  AvgPool2d: unsupported,
+  Embedding: unsupported,
+};
+
+function unsupported(record: BackwardRecord): never {
+  throw new Error(`backward: no rule for ${record.op}`);
+}
+
+function maxPoolBackward(r: BackwardRecord, g: Tensor): Tensor {
+  const indices = r.savedTensor(0).toArray() as Int32Array;
+  const grad = allocate("backward", r.inputShape(0), 1, true, { scoped: true });
+  const values = g.toArray() as Float32Array;
+  const out = grad.data() as Float32Array;
+  for (let i = 0; i < indices.length; i++) out[indices[i]] = Math.fround(out[indices[i]] + values[i]);
+  return grad;
+}
+
+function nllBackward(r: BackwardRecord, g: Tensor): Tensor {
+  const [rows, classes] = r.inputShape(0);
+  const targets = Array.from(r.savedTensor(0).toArray() as ArrayLike<number | bigint>, Number);
+  const grad = allocate("backward", [rows, classes], 1, true, { scoped: true });
+  const out = grad.data() as Float32Array;
+  const scale = -(g.item() as number) / rows;
+  targets.forEach((t, i) => (out[i * classes + t] = scale));
+  return grad;
+}
+
+/** The rule of `record`, with a check that each gradient has its input's shape. */
+export function runRule(record: BackwardRecord, g: Tensor): (Tensor | null)[] {
+  const grads = rules[record.op](record, g);
+  grads.forEach((grad, i) => {
+    const shape = record.inputShape(i);
+    if (grad !== null && (grad.rank !== shape.length || grad.shape.some((e, d) => e !== shape[d]))) {
+      throw new Error(`backward of ${record.op}: gradient ${i} has shape ${formatShape(grad.shape)}, its input ${formatShape(shape)}`);
+    }
+  });
+  return grads;
+}

@@ -1,0 +1,182 @@
+/**
+ * Per-job settings that follow the async context: the arithmetic mode, the thread count and whether
+ * gradients are recorded. Each is a process-wide default that `TensorCompute.run`, `GradMode.noGrad` and
+ * `GradMode.disable` override for one job only (through `AsyncLocalStorage`, so the override follows `await`
+ * and is invisible to concurrent jobs).
+ *
+ * @module
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { hardwareThreads } from "./kernel_info.ts";
+import type { ArithmeticMode, ComputeSettings, KernelSet } from "./kernels/types.ts";
+import { nativeKernels } from "./kernels/sets.ts";
+
+interface Overrides {
+  readonly mode?: ArithmeticMode;
+  readonly threads?: number;
+  readonly gradEnabled?: boolean;
+  readonly kernels?: KernelSet;
+}
+
+const context = new AsyncLocalStorage<Overrides>();
+
+let defaultMode: ArithmeticMode = "fast";
+let defaultThreads = hardwareThreads();
+let defaultKernels: KernelSet = nativeKernels;
+
+/** The kernel set in force for the current async context. */
+export function kernels(): KernelSet {
+  return context.getStore()?.kernels ?? defaultKernels;
+}
+
+/**
+ * Chooses the process-wide kernel set: `nativeKernels` (the default) or `referenceKernels` (plain TypeScript,
+ * the meaning every native kernel is tested against). `TensorCompute.run({ kernels }, fn)` chooses for one job.
+ *
+ * @example
+ * ```ts
+ * import { nativeKernels, referenceKernels, setDefaultKernels, Tensor } from "@zigtensor/zigtensor";
+ * setDefaultKernels(referenceKernels);
+ * using a = Tensor.from([1, 2]);
+ * using b = a.add(a);
+ * setDefaultKernels(nativeKernels);
+ * console.assert(b.toArray().join() === "2,4");
+ * ```
+ */
+export function setDefaultKernels(set: KernelSet): void {
+  defaultKernels = set;
+}
+
+function checkMode(mode: unknown): ArithmeticMode {
+  if (mode !== "fast" && mode !== "exact") {
+    throw new TypeError(`TensorCompute: mode must be "fast" or "exact", got ${JSON.stringify(mode)}`);
+  }
+  return mode;
+}
+
+function checkThreads(threads: unknown): number {
+  if (typeof threads !== "number" || !Number.isInteger(threads) || threads < 1 || threads > 256) {
+    throw new RangeError(`TensorCompute: threads must be an integer in 1 to 256, got ${String(threads)}`);
+  }
+  return threads;
+}
+
+/** The settings in force for the current async context. */
+export function computeSettings(): ComputeSettings {
+  const overrides = context.getStore();
+  return {
+    mode: overrides?.mode ?? defaultMode,
+    threads: overrides?.threads ?? defaultThreads,
+  };
+}
+
+/**
+ * Compute settings: the arithmetic mode (`"fast"`: f32 FMA, any summation order; `"exact"`: f64 accumulation in
+ * ascending order, the same bits on every ISA and thread count) and the kernels' thread count.
+ *
+ * @example
+ * ```ts
+ * import { TensorCompute } from "@zigtensor/zigtensor";
+ * const inside = await TensorCompute.run({ mode: "exact", threads: 1 }, async () => {
+ *   await Promise.resolve();
+ *   return `${TensorCompute.mode}/${TensorCompute.threads}`;
+ * });
+ * console.assert(inside === "exact/1");
+ * ```
+ */
+export const TensorCompute = {
+  /** The mode in force here; assigning sets the process-wide default. */
+  get mode(): ArithmeticMode {
+    return context.getStore()?.mode ?? defaultMode;
+  },
+  set mode(mode: ArithmeticMode) {
+    defaultMode = checkMode(mode);
+  },
+  /** The thread count in force here; assigning sets the process-wide default. */
+  get threads(): number {
+    return context.getStore()?.threads ?? defaultThreads;
+  },
+  set threads(threads: number) {
+    defaultThreads = checkThreads(threads);
+  },
+  /**
+   * Runs `fn` with its own settings, which follow `await` inside it and are invisible to other code; returns
+   * what `fn` returns (a promise when `fn` is async).
+   */
+  run<T>(settings: { mode?: ArithmeticMode; threads?: number; kernels?: KernelSet }, fn: () => T): T {
+    const current = context.getStore();
+    return context.run({
+      ...current,
+      ...(settings.mode === undefined ? {} : { mode: checkMode(settings.mode) }),
+      ...(settings.threads === undefined ? {} : { threads: checkThreads(settings.threads) }),
+      ...(settings.kernels === undefined ? {} : { kernels: settings.kernels }),
+    }, fn);
+  },
+};
+
+/** The compute settings and kernel set in force, to run later work (a backward rule) under them. */
+export interface ComputeSnapshot {
+  readonly mode: ArithmeticMode;
+  readonly threads: number;
+  readonly kernels: KernelSet;
+}
+
+/** The settings in force now. */
+export function computeSnapshot(): ComputeSnapshot {
+  const overrides = context.getStore();
+  return {
+    mode: overrides?.mode ?? defaultMode,
+    threads: overrides?.threads ?? defaultThreads,
+    kernels: overrides?.kernels ?? defaultKernels,
+  };
+}
+
+/** Runs `fn` under `snapshot` with gradient recording off (how backward rules run). */
+export function runBackwardRule<T>(snapshot: ComputeSnapshot, fn: () => T): T {
+  return context.run({ ...snapshot, gradEnabled: false }, fn);
+}
+
+/** Whether operations record backward records in the current async context. */
+export function gradEnabled(): boolean {
+  return context.getStore()?.gradEnabled ?? true;
+}
+
+/**
+ * Gradient recording. Operations record only when it is enabled and an input requires gradients.
+ *
+ * @example
+ * ```ts
+ * import { GradMode } from "@zigtensor/zigtensor";
+ * console.assert(GradMode.isEnabled);
+ * const inside = GradMode.noGrad(() => GradMode.isEnabled);
+ * console.assert(inside === false && GradMode.isEnabled);
+ * {
+ *   using _ = GradMode.disable();
+ *   console.assert(!GradMode.isEnabled);
+ * }
+ * console.assert(GradMode.isEnabled);
+ * ```
+ */
+export const GradMode = {
+  /** Whether recording is on in the current async context. */
+  get isEnabled(): boolean {
+    return gradEnabled();
+  },
+  /** Runs `fn` with recording off and returns what it returns. */
+  noGrad<T>(fn: () => T): T {
+    return context.run({ ...context.getStore(), gradEnabled: false }, fn);
+  },
+  /** Turns recording off until the returned object is disposed (`using _ = GradMode.disable()`). */
+  disable(): Disposable {
+    const previous = context.getStore();
+    context.enterWith({ ...previous, gradEnabled: false });
+    let restored = false;
+    return {
+      [Symbol.dispose]() {
+        if (restored) return;
+        restored = true;
+        context.enterWith(previous ?? {});
+      },
+    };
+  },
+};

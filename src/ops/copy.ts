@@ -1,0 +1,146 @@
+/**
+ * Copies: `contiguous`, `clone`, `cast`, `copyFrom`, strided `fill`, and `toLayout`. All go through the
+ * kernel set's `copy` and `cast`, so the reference set runs them too.
+ *
+ * @module
+ */
+import { type DType, dtypeInfo } from "../dtype.ts";
+import { DTypeError, TensorShapeError } from "../errors.ts";
+import { computeSettings, kernels } from "../context.ts";
+import { Layout, nhwcStrides } from "../layout.ts";
+import { contiguousStrides, formatShape } from "../shape.ts";
+import { allocate, Tensor } from "../tensor.ts";
+import { expandView } from "../views.ts";
+import { record, shouldRecord } from "../autograd/record.ts";
+import { fromBlocked, toBlocked } from "../movement/layout.ts";
+
+/** Copies `src` (same shape) into `dst` element by element; same dtype. */
+export function copyElements(op: string, dst: Tensor, src: Tensor): void {
+  const info = dtypeInfo(src.dtype);
+  if (info.isQuantized) {
+    copyQuantizedRows(op, dst, src);
+    return;
+  }
+  kernels().copy(info.blockBytes, src.shape, dst.operand(op), src.operand(op), computeSettings());
+}
+
+/** Quantized data moves a row at a time: rows are whole blocks, contiguous along the last axis. */
+function copyQuantizedRows(op: string, dst: Tensor, src: Tensor): void {
+  const info = dtypeInfo(src.dtype);
+  const b = info.blockElements;
+  const rank = src.rank;
+  // Treat each block as one element of blockBytes bytes: strides and offsets in blocks.
+  const toBlocks = (t: Tensor) => ({
+    ...t.operand(op, [...t.strides.slice(0, -1).map((s) => s / b), 1]),
+    offset: t.offset / b,
+  });
+  const shape = [...src.shape.slice(0, -1), src.shape[rank - 1] / b];
+  kernels().copy(info.blockBytes, shape, toBlocks(dst), toBlocks(src), computeSettings());
+}
+
+/** Itself when contiguous, else a row-major copy (recorded as Reshape). */
+export function contiguous(t: Tensor): Tensor {
+  if (t.isContiguous) return t;
+  if (t.blockSize > 0) {
+    throw new TensorShapeError("contiguous", `a blocked NchwC(${t.blockSize}) tensor converts with toLayout(Layout.Nchw)`, [t.shape]);
+  }
+  const out = allocate("contiguous", t.shape, t.dtype, false, { scoped: true });
+  copyElements("contiguous", out, t);
+  return shouldRecord(t) ? record(out, "Reshape", [t]) : out;
+}
+
+/** A row-major copy that no scope tracks (recorded as Reshape, the identity on the logical tensor). */
+export function clone(t: Tensor): Tensor {
+  if (t.blockSize > 0) {
+    throw new TensorShapeError("clone", `a blocked NchwC(${t.blockSize}) tensor converts with toLayout(Layout.Nchw)`, [t.shape]);
+  }
+  const out = allocate("clone", t.shape, t.dtype, false, { scoped: false });
+  copyElements("clone", out, t);
+  return shouldRecord(t) ? record(out, "Reshape", [t]) : out;
+}
+
+/** A copy converted to `dtype` by the cast rules. Records Cast. */
+export function cast(t: Tensor, dtype: DType): Tensor {
+  const from = dtypeInfo(t.dtype, "cast");
+  const to = dtypeInfo(dtype, "cast");
+  if (from.isQuantized || to.isQuantized || t.blockSize > 0) {
+    throw new DTypeError(
+      "cast",
+      `cast works on plain tensors; ${from.isQuantized || to.isQuantized ? "use quantize() and dequantize() for Q4_0/Q8_0" : "convert blocked tensors with toLayout() first"}`,
+    );
+  }
+  if (dtype === t.dtype) return contiguousCopy("cast", t, true);
+  const out = allocate("cast", t.shape, dtype, false, { scoped: true });
+  kernels().cast(dtype, t.dtype, t.shape, out.operand("cast"), t.operand("cast"), computeSettings());
+  return shouldRecord(t) && to.isFloat ? record(out, "Cast", [t]) : out;
+}
+
+function contiguousCopy(op: string, t: Tensor, scoped: boolean): Tensor {
+  const out = allocate(op, t.shape, t.dtype, false, { scoped });
+  copyElements(op, out, t);
+  return shouldRecord(t) ? record(out, "Cast", [t]) : out;
+}
+
+/** Copies `source`, broadcast to `target`'s shape and cast to its dtype, into `target`; counts as a write. */
+export function copyInto(target: Tensor, source: Tensor): void {
+  if (target.requiresGrad && shouldRecord(target)) {
+    throw new TypeError(
+      "copyFrom: cannot write in place into a tensor that requires gradients while gradients are recorded; " +
+        "use GradMode.noGrad() or detach() it",
+    );
+  }
+  if (target.blockSize > 0 || source.blockSize > 0) {
+    throw new TensorShapeError("copyFrom", "blocked tensors convert with toLayout(), not copyFrom()", [target.shape, source.shape]);
+  }
+  for (let i = 0; i < target.rank; i++) {
+    if (target.strides[i] === 0 && target.shape[i] > 1) {
+      throw new TensorShapeError("copyFrom", `cannot write through a broadcast view of ${formatShape(target.shape)}`, [target.shape]);
+    }
+  }
+  const view = expandView(source, target.shape, "copyFrom");
+  const src = new Tensor({ storage: source.storage, dtype: source.dtype, ...view });
+  if (source.dtype === target.dtype) {
+    copyElements("copyFrom", target, src);
+  } else {
+    const to = dtypeInfo(target.dtype, "copyFrom");
+    const from = dtypeInfo(source.dtype, "copyFrom");
+    if (to.isQuantized || from.isQuantized) {
+      throw new DTypeError("copyFrom", `cannot copy ${from.name} into ${to.name}; use quantize() or dequantize()`);
+    }
+    kernels().cast(target.dtype, source.dtype, target.shape, target.operand("copyFrom"), src.operand("copyFrom"), computeSettings());
+  }
+  target.storage.bumpVersion();
+}
+
+/** Writes the stored value `value` (already encoded) into every element of a strided tensor. */
+export function fillStrided(t: Tensor, value: number | bigint): void {
+  const info = dtypeInfo(t.dtype);
+  using one = allocate("fill", [], t.dtype, false, {});
+  const data = one.data();
+  data[0] = value as never;
+  const source = { ...one.operand("fill", new Array<number>(t.rank).fill(0)) };
+  kernels().copy(info.blockBytes, t.shape, t.operand("fill"), source, computeSettings());
+}
+
+/**
+ * A copy in `layout`: NCHW and NHWC are strides over the logical NCHW shape (recorded as Reshape, the identity
+ * on the logical tensor); NchwC(B) is blocked storage, kernel-internal and never differentiable.
+ */
+export function toLayout(t: Tensor, layout: Layout): Tensor {
+  const op = "toLayout";
+  if (t.rank !== 4) throw new TensorShapeError(op, `layouts apply to rank-4 NCHW tensors, got ${formatShape(t.shape)}`, [t.shape]);
+  if (layout.kind === "nchwc") {
+    if (t.requiresGrad && shouldRecord(t)) {
+      throw new TypeError("toLayout: blocked NchwC(B) tensors cannot require gradients; detach() the input first");
+    }
+    return toBlocked(t, layout.blockSize);
+  }
+  if (layout.kind === "strided") throw new TensorShapeError(op, "Strided is not a target layout; use Nchw or Nhwc", [t.shape]);
+  const strides = layout.kind === "nhwc" ? nhwcStrides(t.shape) : contiguousStrides(t.shape);
+  const storageSource = t.blockSize > 0 ? fromBlocked(t) : t;
+  const out = allocate(op, t.shape, t.dtype, false, { scoped: true });
+  const target = new Tensor({ storage: out.storage, dtype: t.dtype, shape: t.shape, strides, offset: 0 });
+  copyElements(op, target, storageSource);
+  if (storageSource !== t) storageSource.dispose();
+  return shouldRecord(t) ? record(target, "Reshape", [t]) : target;
+}

@@ -1,0 +1,104 @@
+/**
+ * The matrix product and the layers built on it. `matmul` follows NumPy: 1-D operands gain an axis that the
+ * result drops again, batch axes broadcast; transposed and strided operands go to the kernel as strides (the
+ * packing handles them, nothing is copied first).
+ *
+ * @module
+ */
+import { TensorShapeError } from "../errors.ts";
+import { computeSettings, kernels } from "../context.ts";
+import { broadcastShapes, formatShape } from "../shape.ts";
+import type { Tensor } from "../tensor.ts";
+import { expandView } from "../views.ts";
+import { record, shouldRecord } from "../autograd/record.ts";
+import { add, checkF32, newOutput } from "./elementwise.ts";
+import { squeeze, transpose, unsqueeze } from "./views.ts";
+
+/** The strides of `t` ([..., R, C]) read at the batch shape `batch`. */
+function batchStrides(t: Tensor, batch: readonly number[], op: string): number[] {
+  const leading = { shape: t.shape.slice(0, -2), strides: t.strides.slice(0, -2), offset: t.offset };
+  return [...expandView(leading, batch, op).strides, ...t.strides.slice(-2)];
+}
+
+/** a [..., M, K] @ b [..., K, N] for rank ≥ 2 operands. */
+function matmul2(a: Tensor, b: Tensor): Tensor {
+  const op = "matmul";
+  const [m, k] = a.shape.slice(-2);
+  const [k2, n] = b.shape.slice(-2);
+  if (k !== k2) {
+    throw new TensorShapeError(
+      op,
+      `cannot multiply ${formatShape(a.shape)} by ${formatShape(b.shape)}: the inner dimensions are ${k} and ${k2}`,
+      [a.shape, b.shape],
+    );
+  }
+  const batch = broadcastShapes(op, a.shape.slice(0, -2), b.shape.slice(0, -2));
+  const shape = [...batch, m, n];
+  const out = newOutput(op, shape);
+  kernels().matMul(
+    shape,
+    k,
+    out.operand(op),
+    a.operand(op, batchStrides(a, batch, op)),
+    b.operand(op, batchStrides(b, batch, op)),
+    computeSettings(),
+  );
+  return out;
+}
+
+/**
+ * The matrix product, NumPy style: batched, broadcasting batch axes; 1-D operands are vectors. Records MatMul
+ * (saved slot 0 = a when b needs a gradient, slot 1 = b when a needs one).
+ *
+ * @example
+ * ```ts
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using a = Tensor.from([[1, 2], [3, 4]]);
+ * using b = Tensor.from([[5], [6]]);
+ * using c = ops.matmul(a, b);
+ * console.assert(c.toArray().join() === "17,39");
+ * ```
+ */
+export function matmul(a: Tensor, b: Tensor): Tensor {
+  checkF32("matmul", a, b);
+  if (a.rank === 0 || b.rank === 0) {
+    throw new TensorShapeError("matmul", `matmul needs operands of rank 1 or more, got ${formatShape(a.shape)} and ${formatShape(b.shape)}`, [a.shape, b.shape]);
+  }
+  if (a.rank === 1 || b.rank === 1) {
+    // A vector operand gains an axis for the product and loses it again, through recorded views.
+    const a2 = a.rank === 1 ? unsqueeze(a, 0) : a;
+    const b2 = b.rank === 1 ? unsqueeze(b, -1) : b;
+    const product = matmul(a2, b2);
+    const dropped = b.rank === 1 ? squeeze(product, -1) : product;
+    return a.rank === 1 ? squeeze(dropped, -2) : dropped;
+  }
+  const out = matmul2(a, b);
+  if (!shouldRecord(a, b)) return out;
+  return record(out, "MatMul", [a, b], { saved: [b.requiresGrad ? a : null, a.requiresGrad ? b : null] });
+}
+
+/**
+ * A fully connected layer, PyTorch style: x @ weightᵀ + bias, with `weight` of shape [out, in].
+ *
+ * @example
+ * ```ts
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[1, 2]]);
+ * using w = Tensor.from([[1, 0], [0, 1], [1, 1]]);
+ * using b = Tensor.from([0, 0, 10]);
+ * using y = ops.linear(x, w, b);
+ * console.assert(y.toArray().join() === "1,2,13");
+ * ```
+ */
+export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
+  checkF32("linear", x, weight);
+  if (weight.rank !== 2) {
+    throw new TensorShapeError("linear", `weight must be [out, in], got ${formatShape(weight.shape)}`, [x.shape, weight.shape]);
+  }
+  const product = matmul(x, transpose(weight, 0, 1));
+  if (bias === undefined) return product;
+  if (bias.rank !== 1 || bias.shape[0] !== weight.shape[0]) {
+    throw new TensorShapeError("linear", `bias must be [${weight.shape[0]}], got ${formatShape(bias.shape)}`, [weight.shape, bias.shape]);
+  }
+  return add(product, bias);
+}

@@ -1,0 +1,148 @@
+/**
+ * Reductions (`sum mean max min argmax`) over any set of axes with `keepDims`, and `softmax` / `logSoftmax`
+ * over one axis. The reduced axes are permuted to the end as a view, so the kernel walks rows in the output's
+ * row-major order; sums accumulate in f64.
+ *
+ * @module
+ */
+import { TensorShapeError } from "../errors.ts";
+import { computeSettings, kernels } from "../context.ts";
+import { formatShape, normalizeAxis } from "../shape.ts";
+import { allocate, type Tensor } from "../tensor.ts";
+import { ReduceOp, SoftmaxOp } from "../kernels/types.ts";
+import { type OpKind, record, shouldRecord } from "../autograd/record.ts";
+import { checkF32, newOutput } from "./elementwise.ts";
+
+/** Options of the reductions. */
+export interface ReduceOptions {
+  /** Keep reduced axes as extent 1. @default false */
+  readonly keepDims?: boolean;
+}
+
+/** The reduced axes, normalized, sorted and unique; all axes when `axis` is undefined. */
+export function reducedAxes(op: string, t: Tensor, axis?: number | readonly number[]): number[] {
+  if (axis === undefined) return Array.from({ length: t.rank }, (_, i) => i);
+  const list = typeof axis === "number" ? [axis] : [...axis];
+  const axes = list.map((a) => normalizeAxis(op, a, t.rank, t.shape));
+  const unique = [...new Set(axes)].sort((x, y) => x - y);
+  if (unique.length !== axes.length) {
+    throw new TensorShapeError(op, `axis ${JSON.stringify(list)} names an axis twice for shape ${formatShape(t.shape)}`, [t.shape]);
+  }
+  return unique;
+}
+
+/** The output shape: reduced axes removed, or kept as 1. */
+export function reducedShape(shape: readonly number[], axes: readonly number[], keepDims: boolean): number[] {
+  const result: number[] = [];
+  for (let i = 0; i < shape.length; i++) {
+    if (!axes.includes(i)) result.push(shape[i]);
+    else if (keepDims) result.push(1);
+  }
+  return result;
+}
+
+function reduceKernel(op: string, kind: ReduceOp, x: Tensor, axes: readonly number[], keepDims: boolean, dtype: 1 | 7): Tensor {
+  const kept = Array.from({ length: x.rank }, (_, i) => i).filter((i) => !axes.includes(i));
+  const order = [...kept, ...axes];
+  const shape = order.map((i) => x.shape[i]);
+  const strides = order.map((i) => x.strides[i]);
+  const count = axes.reduce((n, a) => n * x.shape[a], 1);
+  if (count === 0 && kind !== ReduceOp.Sum && kind !== ReduceOp.Mean) {
+    throw new TensorShapeError(op, `${op} over an empty axis of ${formatShape(x.shape)} has no identity`, [x.shape]);
+  }
+  const out = allocate(op, reducedShape(x.shape, axes, keepDims), dtype, false, { scoped: true });
+  // The output's strides over the kept axes, in order.
+  const outStrides: number[] = [];
+  for (let i = 0, j = 0; i < x.rank; i++) {
+    if (!axes.includes(i)) outStrides.push(out.strides[j]);
+    if (!axes.includes(i) || keepDims) j++;
+  }
+  kernels().reduce(kind, shape, axes.length, out.operand(op, outStrides), x.operand(op, strides), computeSettings());
+  return out;
+}
+
+function reduction(op: string, kind: ReduceOp, recordAs: OpKind, x: Tensor, axis: number | readonly number[] | undefined, options: ReduceOptions): Tensor {
+  checkF32(op, x);
+  const axes = reducedAxes(op, x, axis);
+  const keepDims = options.keepDims ?? false;
+  const out = reduceKernel(op, kind, x, axes, keepDims, 1);
+  if (!shouldRecord(x)) return out;
+  // ints: keepDims flag then the reduced axes; Max also saves its input and output to route the gradient.
+  return record(out, recordAs, [x], {
+    ints: [keepDims ? 1 : 0, ...axes],
+    saved: recordAs === "Max" ? [x, out] : [],
+  });
+}
+
+/**
+ * The sum over `axis` (a number or an array; every axis by default), accumulated in f64.
+ *
+ * @example
+ * ```ts
+ * import { Tensor } from "@zigtensor/zigtensor";
+ * using a = Tensor.from([[1, 2, 3], [4, 5, 6]]);
+ * using rows = a.sum(1);
+ * using all = a.sum();
+ * using kept = a.sum(0, { keepDims: true });
+ * console.assert(rows.toArray().join() === "6,15" && all.item() === 21 && kept.shape.join() === "1,3");
+ * ```
+ */
+export function sum(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+  return reduction("sum", ReduceOp.Sum, "Sum", x, axis, options);
+}
+
+/** The mean over `axis` (every axis by default). */
+export function mean(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+  return reduction("mean", ReduceOp.Mean, "Mean", x, axis, options);
+}
+
+/** The maximum over `axis` (every axis by default); NaN wins. The gradient is shared among tied maxima. */
+export function max(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+  return reduction("max", ReduceOp.Max, "Max", x, axis, options);
+}
+
+/** The minimum over `axis` (every axis by default); NaN wins. Not differentiable. */
+export function min(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+  checkF32("min", x);
+  return reduceKernel("min", ReduceOp.Min, x, reducedAxes("min", x, axis), options.keepDims ?? false, 1);
+}
+
+/** The I64 index of the first maximum along `axis` (a NaN wins at its first occurrence). */
+export function argmax(x: Tensor, axis: number, options: ReduceOptions = {}): Tensor {
+  checkF32("argmax", x);
+  return reduceKernel("argmax", ReduceOp.ArgMax, x, [normalizeAxis("argmax", axis, x.rank, x.shape)], options.keepDims ?? false, 7);
+}
+
+function softmaxFamily(op: string, kind: SoftmaxOp, recordAs: OpKind, x: Tensor, axis: number): Tensor {
+  checkF32(op, x);
+  if (x.rank === 0) throw new TensorShapeError(op, `${op} needs at least one axis, got a rank-0 tensor`, [x.shape]);
+  const a = normalizeAxis(op, axis, x.rank, x.shape);
+  const out = newOutput(op, x.shape);
+  const order = [...Array.from({ length: x.rank }, (_, i) => i).filter((i) => i !== a), a];
+  const pick = (values: readonly number[]) => order.map((i) => values[i]);
+  kernels().softmax(kind, pick(x.shape), out.operand(op, pick(out.strides)), x.operand(op, pick(x.strides)), computeSettings());
+  if (!shouldRecord(x)) return out;
+  // Saves its output; the scale (1 here) is kept in floats, the axis in ints.
+  return record(out, recordAs, [x], { saved: [out], ints: [a], floats: [1] });
+}
+
+/**
+ * Softmax over `axis` (the last by default): exp(x − max) / Σ exp(x − max), with the sum in f64.
+ *
+ * @example
+ * ```ts
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[1, 2, 3]]);
+ * using p = ops.softmax(x);
+ * const total = p.toArray().reduce((s, v) => s + v, 0);
+ * console.assert(Math.abs(total - 1) < 1e-6);
+ * ```
+ */
+export function softmax(x: Tensor, axis = -1): Tensor {
+  return softmaxFamily("softmax", SoftmaxOp.Softmax, "Softmax", x, axis);
+}
+
+/** Log-softmax over `axis` (the last by default). */
+export function logSoftmax(x: Tensor, axis = -1): Tensor {
+  return softmaxFamily("logSoftmax", SoftmaxOp.LogSoftmax, "LogSoftmax", x, axis);
+}

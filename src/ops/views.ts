@@ -1,0 +1,165 @@
+/**
+ * View operations on tensors: the pure rules of `src/views.ts` applied to a handle, plus their backward
+ * records (Permute, Slice, Select, Flip, Expand and the Reshape family of spec 000 §8). No data moves, except
+ * in `reshape`'s fallback, which copies.
+ *
+ * @module
+ */
+import { TensorShapeError } from "../errors.ts";
+import { dtypeInfo } from "../dtype.ts";
+import { formatShape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+import {
+  expandView,
+  flipView,
+  inferShape,
+  permuteView,
+  selectView,
+  sliceView,
+  squeezeView,
+  transposeView,
+  tryReshapeView,
+  unsqueezeView,
+  type ViewMeta,
+} from "../views.ts";
+import { record, shouldRecord } from "../autograd/record.ts";
+import { contiguous } from "./copy.ts";
+
+/** Blocked tensors are opaque: views refuse them. */
+function checkPlain(op: string, t: Tensor): void {
+  if (t.blockSize > 0) {
+    throw new TensorShapeError(op, `a blocked NchwC(${t.blockSize}) tensor has no views; convert it with toLayout() first`, [t.shape]);
+  }
+}
+
+/** Quantized tensors keep whole blocks along the last axis in every view. */
+function checkBlocks(op: string, t: Tensor, view: ViewMeta): void {
+  const info = dtypeInfo(t.dtype);
+  if (!info.isQuantized) return;
+  const rank = view.shape.length;
+  const b = info.blockElements;
+  const whole = rank > 0 && view.strides[rank - 1] === 1 && view.shape[rank - 1] % b === 0 && view.offset % b === 0 &&
+    view.strides.slice(0, -1).every((s) => s % b === 0);
+  if (!whole) {
+    throw new TensorShapeError(
+      op,
+      `${info.name} views must keep whole blocks of ${b} along the last axis; the result would have shape ` +
+        `${formatShape(view.shape)}, strides ${formatShape(view.strides)} and offset ${view.offset}`,
+      [t.shape],
+    );
+  }
+}
+
+/** A handle over `t`'s storage with `view`'s metadata. */
+export function viewOf(t: Tensor, view: ViewMeta): Tensor {
+  return new Tensor({ storage: t.storage, dtype: t.dtype, shape: view.shape, strides: view.strides, offset: view.offset });
+}
+
+function meta(t: Tensor): ViewMeta {
+  return { shape: t.shape, strides: t.strides, offset: t.offset };
+}
+
+function makeView(op: string, t: Tensor, view: ViewMeta): Tensor {
+  checkBlocks(op, t, view);
+  return viewOf(t, view);
+}
+
+/** Dimension i of the result is dimension `dims[i]` of `t`. Records Permute (ints: the permutation). */
+export function permute(t: Tensor, dims: readonly number[]): Tensor {
+  checkPlain("permute", t);
+  const view = permuteView(meta(t), dims);
+  const result = makeView("permute", t, view);
+  if (!shouldRecord(t)) return result;
+  const rank = t.rank;
+  return record(result, "Permute", [t], { ints: dims.map((d) => (d < 0 ? d + rank : d)) });
+}
+
+/** Swaps two axes (a Permute). */
+export function transpose(t: Tensor, a: number, b: number): Tensor {
+  checkPlain("transpose", t);
+  const view = transposeView(meta(t), a, b);
+  const result = makeView("transpose", t, view);
+  if (!shouldRecord(t)) return result;
+  const dims = Array.from({ length: t.rank }, (_, i) => i);
+  const x = a < 0 ? a + t.rank : a;
+  const y = b < 0 ? b + t.rank : b;
+  dims[x] = y;
+  dims[y] = x;
+  return record(result, "Permute", [t], { ints: dims });
+}
+
+/** Elements start, start + step, … below end along `axis`. Records Slice (ints: axis, start, end, step). */
+export function slice(t: Tensor, axis: number, start: number, end: number, step = 1): Tensor {
+  checkPlain("slice", t);
+  const view = sliceView(meta(t), axis, start, end, step);
+  const result = makeView("slice", t, view);
+  if (!shouldRecord(t)) return result;
+  const a = axis < 0 ? axis + t.rank : axis;
+  const size = t.shape[a];
+  return record(result, "Slice", [t], {
+    ints: [a, start < 0 ? start + size : start, end < 0 ? end + size : end, step],
+  });
+}
+
+/** The sub-tensor at `index` along `axis`. Records Select (ints: axis, index). */
+export function select(t: Tensor, axis: number, index: number): Tensor {
+  checkPlain("select", t);
+  const view = selectView(meta(t), axis, index);
+  const result = makeView("select", t, view);
+  if (!shouldRecord(t)) return result;
+  const a = axis < 0 ? axis + t.rank : axis;
+  return record(result, "Select", [t], { ints: [a, index < 0 ? index + t.shape[a] : index] });
+}
+
+/** Reverses `axis`. Records Flip (ints: axis). */
+export function flip(t: Tensor, axis: number): Tensor {
+  checkPlain("flip", t);
+  const view = flipView(meta(t), axis);
+  const result = makeView("flip", t, view);
+  if (!shouldRecord(t)) return result;
+  return record(result, "Flip", [t], { ints: [axis < 0 ? axis + t.rank : axis] });
+}
+
+/** Records the Reshape family (no saved slots, no ints: the input shape says it all). */
+function reshapeRecord(result: Tensor, t: Tensor): Tensor {
+  return shouldRecord(t) ? record(result, "Reshape", [t]) : result;
+}
+
+/** Inserts an extent-1 axis. Records Reshape. */
+export function unsqueeze(t: Tensor, axis: number): Tensor {
+  checkPlain("unsqueeze", t);
+  return reshapeRecord(makeView("unsqueeze", t, unsqueezeView(meta(t), axis)), t);
+}
+
+/** Removes one or all extent-1 axes. Records Reshape. */
+export function squeeze(t: Tensor, axis?: number): Tensor {
+  checkPlain("squeeze", t);
+  return reshapeRecord(makeView("squeeze", t, squeezeView(meta(t), axis)), t);
+}
+
+/** Broadcasts to `shape`. Records Expand. */
+export function expand(t: Tensor, shape: readonly number[]): Tensor {
+  checkPlain("expand", t);
+  const result = makeView("expand", t, expandView(meta(t), shape));
+  return shouldRecord(t) ? record(result, "Expand", [t]) : result;
+}
+
+/** A view with `shape` (one −1), or null when the strides allow none. Records Reshape. */
+export function tryReshape(t: Tensor, shape: readonly number[]): Tensor | null {
+  checkPlain("tryReshape", t);
+  const target = inferShape("tryReshape", t.size, shape, t.shape);
+  const view = tryReshapeView(meta(t), target);
+  if (view === null) return null;
+  return reshapeRecord(makeView("tryReshape", t, view), t);
+}
+
+/** A view with `shape` when possible, else a contiguous copy viewed with it. Records Reshape. */
+export function reshape(t: Tensor, shape: readonly number[]): Tensor {
+  checkPlain("reshape", t);
+  const target = inferShape("reshape", t.size, shape, t.shape);
+  const view = tryReshapeView(meta(t), target);
+  if (view !== null) return reshapeRecord(makeView("reshape", t, view), t);
+  const packed = contiguous(t);
+  const result = makeView("reshape", packed, tryReshapeView(meta(packed), target)!);
+  return reshapeRecord(result, t);
+}
