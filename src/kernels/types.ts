@@ -162,3 +162,22 @@ export interface TensorKernels {
     settings: ComputeSettings,
   ): void;
 }
+
+/** Data movement through the seam, so that the reference set runs every operation end to end too. */
+export interface MovementKernels {
+  /** out = a over `shape`, elements of `elementBytes` bytes (1, 2, 4 or 8), any strides. */
+  copy(elementBytes: number, shape: readonly number[], out: KernelOperand, a: KernelOperand, settings: ComputeSettings): void;
+
+  /** out = cast(a) over `shape` by the rules of spec 000 §10; dtypes are codes of `DType`. */
+  cast(
+    outDType: number,
+    aDType: number,
+    shape: readonly number[],
+    out: KernelOperand,
+    a: KernelOperand,
+    settings: ComputeSettings,
+  ): void;
+}
+
+/** A complete kernel set: compute and data movement. */
+export type KernelSet = TensorKernels & MovementKernels;
