@@ -124,3 +124,36 @@ export class NativeLibraryError extends Error {
     this.name = "NativeLibraryError";
   }
 }
+
+/**
+ * A CHECKED build found a buffer's canary bytes overwritten when the buffer was released or its arena reset:
+ * something wrote past the end of its storage. An `Error`; the memory was recycled anyway.
+ *
+ * @example
+ * ```ts
+ * import { BufferOverrunError } from "@zigtensor/zigtensor";
+ * const error = new BufferOverrunError("release", 5, 40);
+ * console.assert(error.bytesPastEnd === 5 && error.message.includes("5 bytes past the end"));
+ * ```
+ */
+export class BufferOverrunError extends Error {
+  /** The operation that found the damage: "release" or "reset". */
+  readonly op: string;
+  /** How far past the end the last overwritten canary byte lies (1 to 64). */
+  readonly bytesPastEnd: number;
+  /** The length of the overrun buffer in bytes, or -1 when an arena reset found it among many. */
+  readonly byteLength: number;
+
+  constructor(op: string, bytesPastEnd: number, byteLength: number, options?: ErrorOptions) {
+    const buffer = byteLength >= 0 ? `a ${byteLength}-byte buffer` : "a buffer of the arena";
+    super(
+      `${op}: something wrote ${bytesPastEnd} bytes past the end of ${buffer} (CHECKED canaries 0xA5 damaged); ` +
+        `a kernel or a raw pointer write overran its storage`,
+      options,
+    );
+    this.name = "BufferOverrunError";
+    this.op = op;
+    this.bytesPastEnd = bytesPastEnd;
+    this.byteLength = byteLength;
+  }
+}

@@ -1,7 +1,8 @@
 //! The buffer pool: 64-byte aligned blocks served from size classes, one free list per class, an idle cap
-//! above which released blocks go back to the OS. Safe from many threads (one lock per class, atomic
-//! counters); nothing depends on timing or thread count. In CHECKED builds new and returned memory reads
-//! 0xFF and 64 canary bytes of 0xA5 follow every block's requested length.
+//! above which released blocks go back to the OS. Safe from many threads (one lock per class guarding its
+//! list and counters, one atomic for the pool-wide idle bytes). Deterministic: free lists are LIFO, so the
+//! same sequence of rents and releases gets the same blocks back. In CHECKED builds new and returned memory
+//! reads 0xFF and 64 canary bytes of 0xA5 follow every block's requested length.
 const std = @import("std");
 const builtin = @import("builtin");
 const checked = @import("build_options").checked;
@@ -40,16 +41,24 @@ pub fn classIndex(size: u64) usize {
 
 const FreeBlock = struct { next: ?*FreeBlock };
 
+/// One size class: its free list and its counters, all guarded by its lock, so that a rent or a release
+/// costs one lock round trip plus one atomic update of the pool's idle bytes (for the cap).
 const Class = struct {
     lock: Io.Mutex = .init,
     head: ?*FreeBlock = null,
+    rented_blocks: u64 = 0,
+    idle_blocks: u64 = 0,
+    hits: u64 = 0,
+    misses: u64 = 0,
 };
 
+/// The pool's counters; bytes count whole classes (a 100-byte request counts 128).
 pub const Stats = extern struct {
     rented_bytes: u64,
     rented_blocks: u64,
     idle_bytes: u64,
     idle_blocks: u64,
+    /// Bytes obtained from the OS and not given back: rented plus idle.
     os_bytes: u64,
     hits: u64,
     misses: u64,
@@ -57,13 +66,8 @@ pub const Stats = extern struct {
 };
 
 classes: [class_count]Class = @splat(.{}),
-rented_bytes: std.atomic.Value(u64) = .init(0),
-rented_blocks: std.atomic.Value(u64) = .init(0),
+/// Idle bytes over all classes, kept apart from the classes' counters because the cap is pool-wide.
 idle_bytes: std.atomic.Value(u64) = .init(0),
-idle_blocks: std.atomic.Value(u64) = .init(0),
-os_bytes: std.atomic.Value(u64) = .init(0),
-hits: std.atomic.Value(u64) = .init(0),
-misses: std.atomic.Value(u64) = .init(0),
 max_idle_bytes: std.atomic.Value(u64) = .init(default_max_idle_bytes),
 
 pub var global: BufferPool = .{};
@@ -84,27 +88,32 @@ pub fn rent(pool: *BufferPool, n: u64, zero: bool) ?[*]align(alignment) u8 {
     const class = &pool.classes[classIndex(size)];
     class.lock.lockUncancelable(io());
     const reused = class.head;
-    if (reused) |block| class.head = block.next;
+    if (reused) |block| {
+        class.head = block.next;
+        class.idle_blocks -= 1;
+        class.hits += 1;
+        class.rented_blocks += 1;
+    }
     class.lock.unlock(io());
-
     const ptr: [*]align(alignment) u8 = if (reused) |block| blk: {
-        _ = pool.hits.fetchAdd(1, .monotonic);
         _ = pool.idle_bytes.fetchSub(size, .monotonic);
-        _ = pool.idle_blocks.fetchSub(1, .monotonic);
         break :blk @ptrCast(@alignCast(block));
-    } else blk: {
-        const fresh = osAlloc(blockBytes(size)) orelse return null;
-        _ = pool.misses.fetchAdd(1, .monotonic);
-        _ = pool.os_bytes.fetchAdd(size, .monotonic);
-        break :blk fresh;
-    };
-    _ = pool.rented_bytes.fetchAdd(size, .monotonic);
-    _ = pool.rented_blocks.fetchAdd(1, .monotonic);
+    } else rentFresh(class, size) orelse return null;
     if (checked) {
         @memset(ptr[0..@intCast(size)], poison_byte);
         @memset(ptr[@intCast(n)..][0..canary_bytes], canary_byte);
     }
     if (zero) @memset(ptr[0..@intCast(n)], 0);
+    return ptr;
+}
+
+/// A new block from the OS, counted as a miss of its class.
+fn rentFresh(class: *Class, size: u64) ?[*]align(alignment) u8 {
+    const ptr = osAlloc(blockBytes(size)) orelse return null;
+    class.lock.lockUncancelable(io());
+    class.misses += 1;
+    class.rented_blocks += 1;
+    class.lock.unlock(io());
     return ptr;
 }
 
@@ -115,23 +124,22 @@ pub fn release(pool: *BufferPool, ptr: [*]align(alignment) u8, n: u64) u32 {
     const size = sizeClass(n);
     const overrun = if (checked) canaryDamage(ptr, n) else 0;
     if (checked) @memset(ptr[0..@intCast(size + canary_bytes)], poison_byte);
-    _ = pool.rented_bytes.fetchSub(size, .monotonic);
-    _ = pool.rented_blocks.fetchSub(1, .monotonic);
-
     const idle = pool.idle_bytes.fetchAdd(size, .monotonic);
-    if (idle + size > pool.max_idle_bytes.load(.monotonic)) {
-        _ = pool.idle_bytes.fetchSub(size, .monotonic);
-        _ = pool.os_bytes.fetchSub(size, .monotonic);
-        osFree(ptr);
-        return overrun;
-    }
-    _ = pool.idle_blocks.fetchAdd(1, .monotonic);
+    const keep = idle + size <= pool.max_idle_bytes.load(.monotonic);
+    if (!keep) _ = pool.idle_bytes.fetchSub(size, .monotonic);
+
     const class = &pool.classes[classIndex(size)];
     const block: *FreeBlock = @ptrCast(ptr);
     class.lock.lockUncancelable(io());
-    block.next = class.head;
-    class.head = block;
+    std.debug.assert(class.rented_blocks > 0);
+    class.rented_blocks -= 1;
+    if (keep) {
+        block.next = class.head;
+        class.head = block;
+        class.idle_blocks += 1;
+    }
     class.lock.unlock(io());
+    if (!keep) osFree(ptr);
     return overrun;
 }
 
@@ -147,40 +155,62 @@ pub fn canaryDamage(ptr: [*]const u8, n: u64) u32 {
 
 /// Frees every idle block back to the OS.
 pub fn trim(pool: *BufferPool) void {
-    for (&pool.classes, 0..) |*class, index| {
-        class.lock.lockUncancelable(io());
-        var head = class.head;
-        class.head = null;
-        class.lock.unlock(io());
-        const size = classSizeAt(index);
-        while (head) |block| {
-            head = block.next;
-            _ = pool.idle_bytes.fetchSub(size, .monotonic);
-            _ = pool.idle_blocks.fetchSub(1, .monotonic);
-            _ = pool.os_bytes.fetchSub(size, .monotonic);
-            osFree(@ptrCast(@alignCast(block)));
-        }
+    for (0..class_count) |index| {
+        while (pool.freeIdle(index)) {}
     }
 }
 
-fn classSizeAt(index: usize) u64 {
+/// Sets the idle cap and frees idle blocks, largest classes first, until the idle bytes fit under it.
+pub fn setMaxIdleBytes(pool: *BufferPool, bytes: u64) void {
+    pool.max_idle_bytes.store(bytes, .monotonic);
+    var index: usize = class_count;
+    while (index > 0) {
+        index -= 1;
+        while (pool.idle_bytes.load(.monotonic) > bytes and pool.freeIdle(index)) {}
+    }
+}
+
+/// Gives one idle block of class `index` back to the OS; false when the class has none.
+fn freeIdle(pool: *BufferPool, index: usize) bool {
+    const class = &pool.classes[index];
+    class.lock.lockUncancelable(io());
+    const block = class.head orelse {
+        class.lock.unlock(io());
+        return false;
+    };
+    class.head = block.next;
+    class.idle_blocks -= 1;
+    class.lock.unlock(io());
+    _ = pool.idle_bytes.fetchSub(classSizeAt(index), .monotonic);
+    osFree(@ptrCast(@alignCast(block)));
+    return true;
+}
+
+/// The size of the class at `index` (the inverse of `classIndex`).
+pub fn classSizeAt(index: usize) u64 {
     if (index < 4) return (index + 1) * 64;
     const log_b: u6 = @intCast(8 + (index - 4) / 4);
     const b = @as(u64, 1) << log_b;
     return b + ((index - 4) % 4 + 1) * (b / 4);
 }
 
-pub fn stats(pool: *const BufferPool) Stats {
-    return .{
-        .rented_bytes = pool.rented_bytes.load(.monotonic),
-        .rented_blocks = pool.rented_blocks.load(.monotonic),
-        .idle_bytes = pool.idle_bytes.load(.monotonic),
-        .idle_blocks = pool.idle_blocks.load(.monotonic),
-        .os_bytes = pool.os_bytes.load(.monotonic),
-        .hits = pool.hits.load(.monotonic),
-        .misses = pool.misses.load(.monotonic),
-        .max_idle_bytes = pool.max_idle_bytes.load(.monotonic),
-    };
+/// Sums the classes' counters, one class at a time: exact when no other thread is renting or releasing.
+pub fn stats(pool: *BufferPool) Stats {
+    var result = std.mem.zeroes(Stats);
+    for (&pool.classes, 0..) |*class, index| {
+        const size = classSizeAt(index);
+        class.lock.lockUncancelable(io());
+        defer class.lock.unlock(io());
+        result.rented_blocks += class.rented_blocks;
+        result.rented_bytes += class.rented_blocks * size;
+        result.idle_blocks += class.idle_blocks;
+        result.idle_bytes += class.idle_blocks * size;
+        result.hits += class.hits;
+        result.misses += class.misses;
+    }
+    result.os_bytes = result.rented_bytes + result.idle_bytes;
+    result.max_idle_bytes = pool.max_idle_bytes.load(.monotonic);
+    return result;
 }
 
 fn osAlloc(bytes: usize) ?[*]align(alignment) u8 {
@@ -252,4 +282,72 @@ test "CHECKED builds poison new memory and report canary damage" {
     try testing.expectEqual(poison_byte, a[0]);
     a[10 + 4] = 0;
     try testing.expectEqual(@as(u32, 5), pool.release(a, 10));
+}
+
+test "lowering the idle cap frees idle blocks, largest first, until they fit" {
+    var pool: BufferPool = .{};
+    defer pool.trim();
+    const small = pool.rent(64, false).?;
+    const large = pool.rent(4096, false).?;
+    _ = pool.release(small, 64);
+    _ = pool.release(large, 4096);
+    try testing.expectEqual(@as(u64, 4096 + 64), pool.stats().idle_bytes);
+    pool.setMaxIdleBytes(100);
+    const s = pool.stats();
+    try testing.expectEqual(@as(u64, 64), s.idle_bytes);
+    try testing.expectEqual(@as(u64, 1), s.idle_blocks);
+    try testing.expectEqual(@as(u64, 64), s.os_bytes);
+    try testing.expectEqual(@as(u64, 100), s.max_idle_bytes);
+}
+
+test "many threads renting and releasing at once leave consistent stats and intact blocks" {
+    const Worker = struct {
+        fn run(pool: *BufferPool, seed: u64, failures: *std.atomic.Value(u32), rents: *std.atomic.Value(u64)) void {
+            var prng = std.Random.DefaultPrng.init(seed);
+            const random = prng.random();
+            var held: [8]?[*]align(alignment) u8 = @splat(null);
+            var lengths: [8]u64 = @splat(0);
+            for (0..4000) |step| {
+                const slot = random.uintLessThan(usize, held.len);
+                if (held[slot]) |block| {
+                    const tag: u8 = @truncate(slot ^ seed);
+                    for (block[0..lengths[slot]]) |byte| {
+                        if (byte != tag) _ = failures.fetchAdd(1, .monotonic);
+                    }
+                    _ = pool.release(block, lengths[slot]);
+                    held[slot] = null;
+                } else {
+                    const n = random.uintLessThan(u64, 3000) + @as(u64, @intCast(step % 3));
+                    const block = pool.rent(n, false).?;
+                    _ = rents.fetchAdd(1, .monotonic);
+                    @memset(block[0..n], @as(u8, @truncate(slot ^ seed)));
+                    held[slot] = block;
+                    lengths[slot] = n;
+                }
+            }
+            for (held, lengths) |maybe, n| {
+                if (maybe) |block| _ = pool.release(block, n);
+            }
+        }
+    };
+    var pool: BufferPool = .{};
+    defer pool.trim();
+    var failures: std.atomic.Value(u32) = .init(0);
+    var rents: std.atomic.Value(u64) = .init(0);
+    var threads: [4]std.Thread = undefined;
+    for (&threads, 0..) |*thread, i| thread.* = try std.Thread.spawn(.{}, Worker.run, .{ &pool, i + 1, &failures, &rents });
+    for (threads) |thread| thread.join();
+    const s = pool.stats();
+    try testing.expectEqual(@as(u32, 0), failures.load(.monotonic));
+    try testing.expectEqual(@as(u64, 0), s.rented_bytes);
+    try testing.expectEqual(@as(u64, 0), s.rented_blocks);
+    try testing.expectEqual(s.os_bytes, s.idle_bytes);
+    try testing.expectEqual(s.idle_bytes, pool.idle_bytes.load(.monotonic));
+    try testing.expectEqual(rents.load(.monotonic), s.hits + s.misses);
+    var listed: u64 = 0;
+    for (pool.classes, 0..) |class, index| {
+        var head = class.head;
+        while (head) |block| : (head = block.next) listed += classSizeAt(index);
+    }
+    try testing.expectEqual(s.idle_bytes, listed);
 }

@@ -1,0 +1,333 @@
+/**
+ * `Storage`: one native block rented for one owner, shared by every handle and view of a tensor. A new
+ * `Storage` object is made for every rent, so a stale handle keeps the old object and can neither read nor
+ * release memory re-rented to someone else. The version counter lives here too (spec §7).
+ *
+ * Three ways a block goes back: `release()` (directly, or by the `ActivationScope` that tracks it), its
+ * arena's reset, or, as a safety net for storages that escaped every scope, the finalizer after garbage
+ * collection.
+ *
+ * @module
+ */
+import { BufferOverrunError, StaleTensorError } from "./errors.ts";
+import { type Arena, arenaAccess, checkByteLength, isCheckedBuild } from "./memory.ts";
+import { native } from "./native/library.ts";
+import { ffi } from "./native/runtime.ts";
+import type { NativePointer } from "./native/symbols.ts";
+
+/** Options of `Storage.rent`. */
+export interface RentOptions {
+  /**
+   * Fill the block with zeros; otherwise its contents are unspecified (0xFF in a CHECKED build).
+   * @default false
+   */
+  readonly zero?: boolean;
+  /**
+   * Carve the block from this arena instead of renting it from the pool.
+   * @default null
+   */
+  readonly arena?: Arena | null;
+  /**
+   * Let the innermost `ActivationScope` of the current async context track it (operation outputs); when
+   * no scope is open, or when false, the storage is the caller's and the finalizer is its safety net.
+   * @default false
+   */
+  readonly scoped?: boolean;
+}
+
+/** The finalizer's view of a pool block: never the `Storage` itself, so registering keeps nothing alive. */
+interface LeakRecord {
+  readonly pointer: NativePointer;
+  readonly byteLength: number;
+  released: boolean;
+}
+
+/** Returns a leaked block to the pool. A finalizer cannot throw to anyone, so an overrun is only logged. */
+const leaks = new FinalizationRegistry<LeakRecord>((record) => {
+  if (record.released) return;
+  record.released = true;
+  const overrun = native.zt_pool_release(record.pointer, record.byteLength);
+  if (overrun !== 0) console.error(new BufferOverrunError("finalize", overrun, record.byteLength).message);
+});
+
+/**
+ * The storages that one owner (an `ActivationScope`) releases together. Internal to zigtensor.
+ *
+ * @example
+ * ```ts ignore
+ * const set = new StorageSet(owner);
+ * ```
+ */
+export class StorageSet<Owner = unknown> {
+  /** The object this set belongs to. */
+  readonly owner: Owner;
+  /** The tracked storages; each knows its index here, so removal is a swap with the last. */
+  readonly items: Storage[] = [];
+
+  constructor(owner: Owner) {
+    this.owner = owner;
+  }
+
+  /** Releases every tracked storage, newest first; throws the first error after all are released. */
+  releaseAll(): void {
+    let failure: unknown = null;
+    const items = this.items;
+    while (items.length > 0) {
+      try {
+        items[items.length - 1].release();
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure !== null) throw failure;
+  }
+}
+
+/** Hooks the scope module installs (storage.ts does not import it, so no cycle). */
+let currentSet: () => StorageSet | null = () => null;
+
+/**
+ * Installs the function that finds the set collecting scoped storages now. Internal: called once by
+ * `scope.ts`.
+ *
+ * @example
+ * ```ts ignore
+ * setScopeLookup(() => ActivationScope.current()?.set ?? null);
+ * ```
+ */
+export function setScopeLookup(lookup: () => StorageSet | null): void {
+  currentSet = lookup;
+}
+
+/** Module-private access to a storage's owner, for `ActivationScope`; not exported from the package. */
+export const ownership: {
+  ownerOf(storage: Storage): StorageSet | null;
+  /** Moves the storage into `set`, or, when `set` is null, out of every set and into the finalizer's care. */
+  moveTo(storage: Storage, set: StorageSet | null): void;
+} = {
+  ownerOf: () => null,
+  moveTo: () => {},
+};
+
+/**
+ * One native block: a pool block or an arena block, with its length, its release state and its version.
+ *
+ * @example
+ * ```ts
+ * import { Storage } from "./storage.ts";
+ * const storage = Storage.rent(16, { zero: true });
+ * new Float32Array(storage.buffer("fill")).fill(1);
+ * storage.release();
+ * storage.release();
+ * console.assert(storage.isReleased);
+ * ```
+ */
+export class Storage {
+  /** The length in bytes the block was rented with. */
+  readonly byteLength: number;
+  /** The arena the block was carved from, or null for a pool block. */
+  readonly arena: Arena | null;
+  readonly #pointer: NativePointer;
+  readonly #generation: number;
+  #buffer: ArrayBuffer | null = null;
+  #released = false;
+  #version = 0;
+  #leak: LeakRecord | null = null;
+  #owner: StorageSet | null = null;
+  #ownerIndex = -1;
+
+  static {
+    ownership.ownerOf = (storage) => storage.#owner;
+    ownership.moveTo = (storage, set) => storage.#moveTo(set);
+  }
+
+  private constructor(pointer: NativePointer, byteLength: number, arena: Arena | null) {
+    this.#pointer = pointer;
+    this.byteLength = byteLength;
+    this.arena = arena;
+    this.#generation = arena === null ? 0 : arena.generation;
+  }
+
+  /**
+   * Rents `byteLength` bytes (0 ≤ n ≤ 2^31 − 1) from the pool, or from `options.arena`. Throws
+   * `TensorShapeError` for a bad length and `RangeError` when native memory runs out.
+   *
+   * @example
+   * ```ts
+   * import { Storage } from "./storage.ts";
+   * const storage = Storage.rent(8, { zero: true });
+   * console.assert(new Uint8Array(storage.buffer("read")).every((b) => b === 0));
+   * storage.release();
+   * ```
+   */
+  static rent(byteLength: number, options?: RentOptions): Storage {
+    checkByteLength("Storage.rent", "byteLength", byteLength);
+    const zero = options?.zero === true;
+    const arena = options?.arena ?? null;
+    let storage: Storage;
+    if (arena !== null) {
+      storage = new Storage(arenaAccess.alloc(arena, byteLength, zero), byteLength, arena);
+    } else {
+      const pointer = native.zt_pool_rent(byteLength, zero ? 1 : 0);
+      if (pointer === null) {
+        throw new RangeError(`Storage.rent: out of native memory for ${byteLength} bytes`);
+      }
+      storage = new Storage(pointer, byteLength, null);
+    }
+    storage.#moveTo(options?.scoped === true ? currentSet() : null);
+    return storage;
+  }
+
+  /**
+   * The native address of the block; throws `StaleTensorError` naming `op` after release.
+   *
+   * @example
+   * ```ts
+   * import { Storage } from "./storage.ts";
+   * const storage = Storage.rent(64);
+   * console.assert(storage.pointer("add") !== null);
+   * storage.release();
+   * ```
+   */
+  pointer(op: string): NativePointer {
+    if (this.isReleased) throw new StaleTensorError(op);
+    return this.#pointer;
+  }
+
+  /**
+   * The one ArrayBuffer over the block, made on first use (it costs about a microsecond) and detached on
+   * release; throws `StaleTensorError` naming `op` after release.
+   *
+   * @example
+   * ```ts
+   * import { Storage } from "./storage.ts";
+   * const storage = Storage.rent(4);
+   * console.assert(storage.buffer("data") === storage.buffer("data"));
+   * storage.release();
+   * ```
+   */
+  buffer(op: string): ArrayBuffer {
+    if (this.isReleased) throw new StaleTensorError(op);
+    if (this.#buffer === null) {
+      this.#buffer = ffi.arrayBuffer(this.#pointer, this.byteLength);
+      if (this.arena !== null) arenaAccess.track(this.arena, this.#buffer);
+    }
+    return this.#buffer;
+  }
+
+  /**
+   * True after `release()`, or once the storage's arena was reset or disposed.
+   *
+   * @example
+   * ```ts
+   * import { Storage } from "./storage.ts";
+   * const storage = Storage.rent(4);
+   * storage.release();
+   * console.assert(storage.isReleased);
+   * ```
+   */
+  get isReleased(): boolean {
+    return this.#released || (this.arena !== null && this.arena.generation !== this.#generation);
+  }
+
+  /**
+   * The version counter: 0 at rent, +1 on every tracked write (spec §7). A JS number, exact to 2^53.
+   *
+   * @example
+   * ```ts
+   * import { Storage } from "./storage.ts";
+   * const storage = Storage.rent(4);
+   * storage.bumpVersion();
+   * console.assert(storage.version === 1);
+   * storage.release();
+   * ```
+   */
+  get version(): number {
+    return this.#version;
+  }
+
+  /**
+   * Adds one to the version; called by every accessor that hands out writable data.
+   *
+   * @example
+   * ```ts
+   * import { Storage } from "./storage.ts";
+   * const storage = Storage.rent(4);
+   * storage.bumpVersion();
+   * storage.bumpVersion();
+   * console.assert(storage.version === 2);
+   * storage.release();
+   * ```
+   */
+  bumpVersion(): void {
+    this.#version++;
+  }
+
+  /**
+   * Releases the block; idempotent. Detaches the ArrayBuffer first, so typed arrays handed out earlier read
+   * as empty, then returns a pool block to the pool (an arena block waits for its arena's reset). In a
+   * CHECKED build throws `BufferOverrunError` (after recycling the block) when something wrote past the end.
+   *
+   * @example
+   * ```ts
+   * import { Storage } from "./storage.ts";
+   * const storage = Storage.rent(8);
+   * const view = new Uint8Array(storage.buffer("data"));
+   * storage.release();
+   * console.assert(view.length === 0);
+   * ```
+   */
+  release(): void {
+    if (this.#released) return;
+    const stale = this.isReleased;
+    this.#released = true;
+    if (this.#owner !== null) this.#untrack();
+    if (stale) return;
+    if (this.#buffer !== null && !this.#buffer.detached) this.#buffer.transfer(0);
+    if (this.arena !== null) {
+      if (isCheckedBuild) this.#throwOnOverrun(native.zt_arena_retire(this.#pointer, this.byteLength));
+      return;
+    }
+    if (this.#leak !== null) {
+      this.#leak.released = true;
+      leaks.unregister(this.#leak);
+      this.#leak = null;
+    }
+    this.#throwOnOverrun(native.zt_pool_release(this.#pointer, this.byteLength));
+  }
+
+  #throwOnOverrun(overrun: number): void {
+    if (overrun !== 0) throw new BufferOverrunError("release", overrun, this.byteLength);
+  }
+
+  /** Hands the storage to `set`, or to the finalizer when `set` is null (pool blocks only). */
+  #moveTo(set: StorageSet | null): void {
+    if (this.#released) return;
+    if (this.#owner !== null) this.#untrack();
+    if (set !== null) {
+      this.#owner = set;
+      this.#ownerIndex = set.items.length;
+      set.items.push(this);
+      if (this.#leak !== null) {
+        this.#leak.released = true;
+        leaks.unregister(this.#leak);
+        this.#leak = null;
+      }
+    } else if (this.arena === null && this.#leak === null) {
+      this.#leak = { pointer: this.#pointer, byteLength: this.byteLength, released: false };
+      leaks.register(this, this.#leak, this.#leak);
+    }
+  }
+
+  /** Removes the storage from its set by moving the set's last storage into its slot. */
+  #untrack(): void {
+    const items = this.#owner!.items;
+    const last = items.pop()!;
+    if (last !== this) {
+      items[this.#ownerIndex] = last;
+      last.#ownerIndex = this.#ownerIndex;
+    }
+    this.#owner = null;
+    this.#ownerIndex = -1;
+  }
+}

@@ -1,0 +1,252 @@
+// The backward records of spec 000 §8, row by row: op kind, per-input nodes, shapes and dtypes, positional saved
+// slots (sharing storage, version-checked), ints; plus the engine's behaviour and the guide's examples.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  ActivationScope,
+  BufferPool,
+  DType,
+  GradMode,
+  Layout,
+  ops,
+  Tensor,
+  TensorCompute,
+  TensorVersionError,
+} from "../mod.ts";
+import type { BackwardRecord } from "../src/autograd/record.ts";
+
+/** The record's saved slots as the storage each shares, or null for an empty slot. */
+function slots(record: BackwardRecord) {
+  return record.saved.map((s) => (s === null ? null : s.unpack(record.op).storage));
+}
+
+function leaf(values: number[], shape: number[]): Tensor {
+  return Tensor.from(values, shape).withRequiresGrad();
+}
+
+test("Add and Sub save nothing; an input that needs no gradient has a null node", () => {
+  using _ = new ActivationScope();
+  const a = leaf([1, 2, 3], [3]);
+  const b = Tensor.from([4, 5, 6]);
+  for (const [name, out] of [["Add", ops.add(a, b)], ["Sub", ops.sub(a, b)]] as const) {
+    const r = out.gradFn!;
+    assert.equal(r.op, name);
+    assert.deepEqual(r.saved, []);
+    assert.equal(r.inputs[0].node, a.leaf);
+    assert.equal(r.inputs[1].node, null);
+    assert.deepEqual(r.inputs.map((i) => [...i.shape]), [[3], [3]]);
+    assert.deepEqual(r.inputs.map((i) => i.dtype), [DType.F32, DType.F32]);
+  }
+});
+
+test("Mul saves a only when b needs a gradient and b only when a does; Div always saves b", () => {
+  using _ = new ActivationScope();
+  const a = leaf([1, 2], [2]);
+  const b = Tensor.from([3, 4]);
+  assert.deepEqual(slots(ops.mul(a, b).gradFn!), [null, b.storage]);
+  assert.deepEqual(slots(ops.mul(b, a).gradFn!), [b.storage, null]);
+  const c = leaf([5, 6], [2]);
+  assert.deepEqual(slots(ops.mul(a, c).gradFn!), [a.storage, c.storage]);
+  assert.deepEqual(slots(ops.div(a, b).gradFn!), [null, b.storage]);
+  assert.deepEqual(slots(ops.div(b, a).gradFn!), [b.storage, a.storage]);
+});
+
+test("Neg saves nothing; Relu saves its output", () => {
+  using _ = new ActivationScope();
+  const a = leaf([-1, 2], [2]);
+  assert.deepEqual(ops.neg(a).gradFn!.saved, []);
+  const r = ops.relu(a);
+  assert.equal(r.gradFn!.op, "Relu");
+  assert.deepEqual(slots(r.gradFn!), [r.storage]);
+});
+
+test("MatMul saves a for b's gradient and b for a's", () => {
+  using _ = new ActivationScope();
+  const a = leaf([1, 2, 3, 4], [2, 2]);
+  const b = Tensor.from([1, 0, 0, 1], [2, 2]);
+  const out = ops.matmul(a, b);
+  assert.equal(out.gradFn!.op, "MatMul");
+  assert.deepEqual(slots(out.gradFn!), [null, b.storage]);
+  const both = ops.matmul(a, leaf([1, 1, 1, 1], [2, 2]));
+  assert.equal(slots(both.gradFn!)[0], a.storage);
+});
+
+test("MaxPool2d saves Int32 winner indices as an owned slot, with kernel, stride and padding in ints", () => {
+  using _ = new ActivationScope();
+  const x = Tensor.from([1, 5, 2, 4, 3, 0, 9, 8, 7, 6, 1, 2, 3, 4, 5, 6], [1, 1, 4, 4]).withRequiresGrad();
+  const y = ops.maxPool2d(x, { kernel: [2, 2], stride: [2, 2], padding: [0, 0] });
+  const r = y.gradFn!;
+  assert.equal(r.op, "MaxPool2d");
+  assert.deepEqual([...r.ints], [2, 2, 2, 2, 0, 0]);
+  const indices = r.saved[0]!.unpack("MaxPool2d");
+  assert.equal(indices.dtype, DType.I32);
+  assert.deepEqual([...indices.toArray()], [1, 6, 8, 15]);
+  assert.equal(r.owned[0].storage, indices.storage);
+});
+
+test("Cast, Permute, Slice, Flip, Select, Expand and the Reshape family keep their ints and no slots", () => {
+  using _ = new ActivationScope();
+  const x = leaf([1, 2, 3, 4, 5, 6], [2, 3]);
+  const rows: [Tensor, string, number[]][] = [
+    [ops.cast(x, DType.F64), "Cast", []],
+    [ops.permute(x, [1, 0]), "Permute", [1, 0]],
+    [x.T, "Permute", [1, 0]],
+    [ops.slice(x, 1, 0, 3, 2), "Slice", [1, 0, 3, 2]],
+    [ops.slice(x, -1, -2, 3), "Slice", [1, 1, 3, 1]],
+    [ops.flip(x, -1), "Flip", [1]],
+    [ops.select(x, 0, -1), "Select", [0, 1]],
+    [ops.expand(x, [4, 2, 3]), "Expand", []],
+    [ops.unsqueeze(x, 0), "Reshape", []],
+    [ops.squeeze(ops.unsqueeze(x, 2)), "Reshape", []],
+    [ops.reshape(x, [3, 2]), "Reshape", []],
+    [ops.reshape(x.T, [6]), "Reshape", []],
+    [ops.contiguous(x.T), "Reshape", []],
+  ];
+  for (const [out, op, ints] of rows) {
+    assert.equal(out.gradFn!.op, op);
+    assert.deepEqual([...out.gradFn!.ints], ints, op);
+    assert.ok(out.gradFn!.saved.every((s) => s === null));
+  }
+  using image = Tensor.zeros([1, 2, 2, 2]).withRequiresGrad();
+  assert.equal(image.toLayout(Layout.Nhwc).gradFn!.op, "Reshape");
+});
+
+test("nothing records without an input that requires gradients, or with gradients off", () => {
+  using _ = new ActivationScope();
+  const a = Tensor.from([1, 2]);
+  assert.equal(ops.mul(a, a).gradFn, null);
+  const b = leaf([1, 2], [2]);
+  assert.equal(GradMode.noGrad(() => ops.mul(b, b)).gradFn, null);
+  {
+    using _off = GradMode.disable();
+    assert.equal(ops.relu(b).gradFn, null);
+  }
+  assert.notEqual(ops.relu(b).gradFn, null);
+});
+
+test("maxPool2d computes no winner indices when it does not record (pool stats prove it)", () => {
+  using x = Tensor.rand([2, 3, 8, 8], { seed: 3 });
+  const rentedAfter = (fn: () => Tensor) => {
+    using _ = new ActivationScope();
+    const before = BufferPool.default.stats().rentedBlocks;
+    fn();
+    return BufferPool.default.stats().rentedBlocks - before;
+  };
+  const plain = rentedAfter(() => ops.maxPool2d(x, { kernel: 2 }));
+  using g = x.withRequiresGrad();
+  const recorded = rentedAfter(() => ops.maxPool2d(g, { kernel: 2 }));
+  const noGrad = rentedAfter(() => GradMode.noGrad(() => ops.maxPool2d(g, { kernel: 2 })));
+  assert.equal(plain, 1);
+  assert.equal(noGrad, 1);
+  assert.equal(recorded, 2);
+});
+
+test("the guide's example: Sum(w*w*0.5 - w) gives the gradient w - 1", () => {
+  using w = Tensor.from([1, 2, 3, 4], [2, 2]).withRequiresGrad();
+  {
+    using _ = new ActivationScope();
+    const loss = ops.sum(ops.sub(ops.mul(ops.mul(w, w), 0.5), w));
+    loss.backward();
+    assert.equal(loss.item(), 5);
+  }
+  assert.deepEqual([...w.grad!.toArray()], [0, 1, 2, 3]);
+});
+
+test("the guide's keep example: keep(relu(a + a)) survives its scope", () => {
+  using a = Tensor.from([1, -2]);
+  let kept: Tensor;
+  {
+    using _ = new ActivationScope();
+    const scratch = ops.add(a, a);
+    kept = ActivationScope.keep(ops.relu(scratch));
+    assert.equal(scratch.isReleased, false);
+  }
+  assert.deepEqual([...kept.toArray()], [2, 0]);
+  kept.dispose();
+});
+
+test("backward accumulates into leaves over passes and releases the records it consumed", () => {
+  using x = leaf([1, 2, 3], [3]);
+  for (let pass = 1; pass <= 3; pass++) {
+    using _ = new ActivationScope();
+    const y = ops.sum(ops.mul(x, x));
+    const record = y.gradFn!;
+    y.backward();
+    assert.equal(record.isReleased, true);
+    assert.deepEqual([...x.grad!.toArray()], [2, 4, 6].map((v) => v * pass));
+    assert.throws(() => y.backward(), /already consumed/);
+  }
+});
+
+test("backward(grad) takes a gradient of the output's shape and refuses another", () => {
+  using _ = new ActivationScope();
+  const x = leaf([1, 2], [2]);
+  const y = ops.mul(x, 3);
+  assert.throws(() => y.backward(), /needs a one-element tensor/);
+  assert.throws(() => y.backward(Tensor.from([1, 1, 1])), /the gradient has shape \[3\] but the tensor has \[2\]/);
+  y.backward(Tensor.from([1, 10]));
+  assert.deepEqual([...x.grad!.toArray()], [3, 30]);
+  assert.throws(() => Tensor.from([1]).backward(), /does not require gradients/);
+});
+
+test("an in-place write to a saved tensor makes backward throw TensorVersionError", () => {
+  using _ = new ActivationScope();
+  const a = leaf([1, 2], [2]);
+  const b = Tensor.from([3, 4]);
+  const y = ops.sum(ops.mul(a, b));
+  b.set(10, 0);
+  assert.throws(
+    () => y.backward(),
+    (e: Error) => e instanceof TensorVersionError && e.message.includes("Mul") && e.message.includes("saved at version 0, now 1"),
+  );
+});
+
+test("copyFrom into a tensor that requires gradients throws while recording, and works under noGrad", () => {
+  using w = leaf([1, 2], [2]);
+  using src = Tensor.from([5, 6]);
+  assert.throws(() => w.copyFrom(src), /requires gradients while gradients are recorded/);
+  GradMode.noGrad(() => w.copyFrom(src));
+  assert.deepEqual([...w.toArray()], [5, 6]);
+});
+
+test("only floating-point tensors can require gradients", () => {
+  using i = Tensor.from([1, 2], [2], DType.I32);
+  assert.throws(() => i.withRequiresGrad(), /only plain floating-point tensors can require gradients, got a I32 tensor/);
+});
+
+test("gradients run under the forward pass's compute settings", () => {
+  using x = leaf([1, 2, 3], [3]);
+  using _ = new ActivationScope();
+  const y = TensorCompute.run({ mode: "exact", threads: 1 }, () => ops.sum(ops.mul(x, x)));
+  assert.deepEqual(y.gradFn!.settings.mode, "exact");
+  assert.equal(y.gradFn!.settings.threads, 1);
+  y.backward();
+  assert.deepEqual([...x.grad!.toArray()], [2, 4, 6]);
+});
+
+test("a training step of a two-layer perceptron obtains no new native memory after the first steps", () => {
+  using w1 = Tensor.randn([16, 4], { seed: 1 }).withRequiresGrad();
+  using b1 = Tensor.zeros([16]).withRequiresGrad();
+  using w2 = Tensor.randn([3, 16], { seed: 2 }).withRequiresGrad();
+  using b2 = Tensor.zeros([3]).withRequiresGrad();
+  using x = Tensor.randn([32, 4], { seed: 3 });
+  using targets = Tensor.from(Int32Array.from({ length: 32 }, (_, i) => i % 3));
+  const params = [w1, b1, w2, b2];
+  let osBytes = 0;
+  const losses: number[] = [];
+  for (let step = 0; step < 30; step++) {
+    using _ = new ActivationScope();
+    const loss = ops.crossEntropy(ops.linear(ops.relu(ops.linear(x, w1, b1)), w2, b2), targets);
+    loss.backward();
+    losses.push(loss.item() as number);
+    GradMode.noGrad(() => {
+      for (const p of params) {
+        p.copyFrom(ops.sub(p, ops.mul(p.grad!, 0.1)));
+        p.grad!.fill(0);
+      }
+    });
+    if (step === 3) osBytes = BufferPool.default.stats().osBytes;
+  }
+  assert.equal(BufferPool.default.stats().osBytes, osBytes);
+  assert.ok(losses[29] < losses[0], `loss went from ${losses[0]} to ${losses[29]}`);
+});
