@@ -47,8 +47,10 @@ export interface TensorParts {
   readonly leaf?: LeafNode | null;
 }
 
-const float16Array = (globalThis as { Float16Array?: new (buffer: ArrayBuffer, offset: number, length: number) => TypedArray })
-  .Float16Array;
+/** The runtime's `Float16Array`, when it has one (F16 data then reads as numbers). */
+const float16Array = (globalThis as unknown as {
+  Float16Array?: { new (buffer: ArrayBuffer, offset: number, length: number): TypedArray; readonly BYTES_PER_ELEMENT: number };
+}).Float16Array;
 
 /**
  * A strided view over native storage.

@@ -6,8 +6,15 @@ const options = @import("build_options");
 const abi = @import("abi.zig");
 const cpu = @import("cpu.zig");
 const dispatch = @import("dispatch.zig");
+const loader = @import("loader.zig");
+const Arena = @import("memory/Arena.zig");
 const BufferPool = @import("memory/BufferPool.zig");
 const ThreadPool = @import("ThreadPool.zig");
+// data movement
+const convert = @import("convert.zig");
+const copy = @import("copy.zig");
+const layout = @import("layout.zig");
+const quant = @import("quant.zig");
 
 // --- library and ABI ---
 
@@ -29,6 +36,7 @@ export fn zt_checked() u32 {
 // --- CPU detection and dispatch ---
 
 export fn zt_init(requested_isa: i32) i32 {
+    loader.pinInMemory();
     return dispatch.init(requested_isa);
 }
 
@@ -58,10 +66,139 @@ export fn zt_pool_stats(out: *BufferPool.Stats) void {
     out.* = BufferPool.global.stats();
 }
 
+/// The cap travels as an f64 (exact to 2^53) because exports take no 64-bit integers.
+export fn zt_pool_set_max_idle_bytes(bytes: f64) void {
+    BufferPool.global.setMaxIdleBytes(@intFromFloat(bytes));
+}
+
+export fn zt_pool_trim() void {
+    BufferPool.global.trim();
+}
+
+export fn zt_pool_size_class(bytes: u32) u32 {
+    return @intCast(BufferPool.sizeClass(bytes));
+}
+
+export fn zt_arena_create(chunk_bytes: u32) ?*Arena {
+    return Arena.create(chunk_bytes);
+}
+
+export fn zt_arena_destroy(arena: *Arena) u32 {
+    return Arena.destroy(arena);
+}
+
+export fn zt_arena_alloc(arena: *Arena, bytes: u32, zero: u32) ?*anyopaque {
+    return arena.alloc(bytes, zero != 0);
+}
+
+export fn zt_arena_reset(arena: *Arena) u32 {
+    return arena.reset();
+}
+
+export fn zt_arena_retire(ptr: *anyopaque, bytes: u32) u32 {
+    return Arena.retire(@ptrCast(@alignCast(ptr)), bytes);
+}
+
+export fn zt_arena_stats(arena: *const Arena, out: *Arena.Stats) void {
+    out.* = arena.stats();
+}
+
 // --- data movement: strided copy, casts, f16/bf16, layouts, quantized blocks ---
+
+export fn zt_copy(args: *const abi.ArgBlock, dst: *anyopaque, src: *const anyopaque) void {
+    copy.copy(&ThreadPool.runtime, args, @ptrCast(dst), @ptrCast(src));
+}
+
+export fn zt_cast(args: *const abi.ArgBlock, dst: *anyopaque, src: *const anyopaque) void {
+    convert.cast(&ThreadPool.runtime, &dispatch.active().movement, args, @ptrCast(dst), @ptrCast(src));
+}
+
+export fn zt_to_blocked(args: *const abi.ArgBlock, dst: *anyopaque, src: *const anyopaque) void {
+    layout.toBlocked(&ThreadPool.runtime, args, @ptrCast(dst), @ptrCast(src));
+}
+
+export fn zt_from_blocked(args: *const abi.ArgBlock, dst: *anyopaque, src: *const anyopaque) void {
+    layout.fromBlocked(&ThreadPool.runtime, args, @ptrCast(dst), @ptrCast(src));
+}
+
+export fn zt_quantize(args: *const abi.ArgBlock, dst: *anyopaque, src: *const anyopaque) void {
+    quant.quantize(&ThreadPool.runtime, args, @ptrCast(dst), @ptrCast(@alignCast(src)));
+}
+
+export fn zt_dequantize(args: *const abi.ArgBlock, dst: *anyopaque, src: *const anyopaque) void {
+    quant.dequantize(&ThreadPool.runtime, args, @ptrCast(@alignCast(dst)), @ptrCast(src));
+}
 
 // --- kernels: element-wise, reductions, softmax, GEMM, pooling ---
 
+// Element-wise, reductions, softmax and pooling (zig/kernels/elementwise.zig's family table; each file's
+// comment documents its argument block). All take (args, out, inputs...) with operand 0 the output;
+// args.mode is 0 for fast and 1 for exact, args.threads the most threads the kernel may use.
+
+/// args.op: a `BinaryOp` (add sub mul div max min pow eq ne lt le gt ge); operands 0, 1, 2 = out, a, b over
+/// args.shape. Comparisons write Bool bytes, and operand 0's offset and strides count those bytes.
 export fn zt_binary_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque, b: *const anyopaque) void {
     dispatch.active().elementwise.binary_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));
+}
+
+/// args.op: a `UnaryOp` (neg abs relu exp log sqrt tanh sigmoid gelu erf); operands 0, 1 = out, a.
+export fn zt_unary_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque) void {
+    dispatch.active().elementwise.unary_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a));
+}
+
+/// args.op: a `ReduceOp` (sum mean max min argmax); ints[0]: how many trailing axes of args.shape are
+/// reduced. Operand 0 (out) has strides for the kept axes only (i64 elements for argmax), operand 1 for all.
+export fn zt_reduce_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque) void {
+    dispatch.active().elementwise.reduce_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a));
+}
+
+/// args.op: 0 softmax, 1 log-softmax, over the last axis of args.shape (rank >= 1); operands 0, 1 = out, a.
+export fn zt_softmax_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque) void {
+    dispatch.active().elementwise.softmax_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a));
+}
+
+/// args.shape: [N, C, OH, OW]; operands 0, 1, 2 = out (N, C, OH, OW strides), x (N, C, H, W strides),
+/// indices (Int32, N, C, OH, OW strides). ints: kernelH, kernelW, strideH, strideW, padH, padW, H, W,
+/// wantIndices (0: `indices` may be null and is not written).
+export fn zt_maxpool2d_f32(args: *const abi.ArgBlock, out: *anyopaque, x: *const anyopaque, indices: ?*anyopaque) void {
+    dispatch.active().elementwise.maxpool2d_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(x), @ptrCast(indices));
+}
+
+// GEMM
+
+export fn zt_matmul_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque, b: *const anyopaque) i32 {
+    return dispatch.active().gemm.matmul_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));
+}
+
+// --- benchmark only: the machine's limits, measured by the selected variant (zig/bench.zig) ---
+
+export fn zt_bench_fma_f32(iterations: u32) f64 {
+    return dispatch.active().gemm.bench.fma_f32(iterations);
+}
+
+export fn zt_bench_fma_f64(iterations: u32) f64 {
+    return dispatch.active().gemm.bench.fma_f64(iterations);
+}
+
+export fn zt_bench_stream_add_f32(out: *anyopaque, a: *const anyopaque, b: *const anyopaque, n: u32, threads: u32, streaming: u32) void {
+    dispatch.active().gemm.bench.stream_add_f32(&ThreadPool.runtime, @ptrCast(@alignCast(out)), @ptrCast(@alignCast(a)), @ptrCast(@alignCast(b)), n, threads, streaming);
+}
+
+// --- test and benchmark only: memory (never called by the library itself) ---
+
+/// Overwrites `count` bytes after the first `bytes` bytes of a block with 0x5A, as a kernel that ran past
+/// the end would; for the CHECKED canary tests (the caller keeps `count` within the 64 canary bytes).
+export fn zt_test_write_past_end(ptr: *anyopaque, bytes: u32, count: u32) void {
+    const base: [*]u8 = @ptrCast(ptr);
+    @memset(base[bytes..][0..count], 0x5A);
+}
+
+/// A fresh 64-byte aligned allocation straight from the C heap, bypassing the pool (the benchmark's baseline).
+export fn zt_test_os_alloc(bytes: u32) ?*anyopaque {
+    var out: ?*anyopaque = null;
+    return if (std.c.posix_memalign(&out, 64, bytes) == 0) out else null;
+}
+
+export fn zt_test_os_free(ptr: *anyopaque) void {
+    std.c.free(ptr);
 }

@@ -179,5 +179,23 @@ export interface MovementKernels {
   ): void;
 }
 
+/** The blocked NchwC(B) span written or read by the layout kernels: contiguous, so no strides. */
+export type BlockedOperand = Pick<KernelOperand, "pointer" | "data" | "offset">;
+
+/** Layout and quantized-block movement through the seam. */
+export interface BlockKernels {
+  /** Writes the logical NCHW tensor `a` (any strides) into the blocked span `out` (B = `blockSize`). */
+  toBlocked(shape: readonly number[], blockSize: number, elementBytes: number, out: BlockedOperand, a: KernelOperand, settings: ComputeSettings): void;
+
+  /** Writes the blocked span `a` into the logical NCHW tensor `out` (any strides without overlap). */
+  fromBlocked(shape: readonly number[], blockSize: number, elementBytes: number, out: KernelOperand, a: BlockedOperand, settings: ComputeSettings): void;
+
+  /** Quantizes `blocks` blocks of 32 contiguous f32 values of `a` into `out` (offset in blocks); `format` is Q4_0 or Q8_0. */
+  quantize(format: number, blocks: number, out: BlockedOperand, a: BlockedOperand, settings: ComputeSettings): void;
+
+  /** Dequantizes `blocks` blocks of `a` (offset in blocks) into contiguous f32 values of `out`. */
+  dequantize(format: number, blocks: number, out: BlockedOperand, a: BlockedOperand, settings: ComputeSettings): void;
+}
+
 /** A complete kernel set: compute and data movement. */
-export type KernelSet = TensorKernels & MovementKernels;
+export type KernelSet = TensorKernels & MovementKernels & BlockKernels;

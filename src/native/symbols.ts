@@ -30,9 +30,38 @@ export const symbols = {
   zt_pool_rent: { parameters: ["u32", "u32"], result: "ptr" },
   zt_pool_release: { parameters: ["ptr", "u32"], result: "u32" },
   zt_pool_stats: { parameters: ["ptr"], result: "void" },
+  zt_pool_set_max_idle_bytes: { parameters: ["f64"], result: "void" },
+  zt_pool_trim: { parameters: [], result: "void" },
+  zt_pool_size_class: { parameters: ["u32"], result: "u32" },
+  zt_arena_create: { parameters: ["u32"], result: "ptr" },
+  zt_arena_destroy: { parameters: ["ptr"], result: "u32" },
+  zt_arena_alloc: { parameters: ["ptr", "u32", "u32"], result: "ptr" },
+  zt_arena_reset: { parameters: ["ptr"], result: "u32" },
+  zt_arena_retire: { parameters: ["ptr", "u32"], result: "u32" },
+  zt_arena_stats: { parameters: ["ptr", "ptr"], result: "void" },
+  // buffer pool and arenas, tests and benchmarks only
+  zt_test_write_past_end: { parameters: ["ptr", "u32", "u32"], result: "void" },
+  zt_test_os_alloc: { parameters: ["u32"], result: "ptr" },
+  zt_test_os_free: { parameters: ["ptr"], result: "void" },
   // data movement: strided copy, casts, f16/bf16, layouts, quantized blocks
+  zt_copy: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_cast: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_to_blocked: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_from_blocked: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_quantize: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_dequantize: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
   // kernels: element-wise, reductions, softmax, GEMM, pooling
   zt_binary_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
+  zt_unary_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_reduce_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_softmax_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_maxpool2d_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
+  // GEMM
+  zt_matmul_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
+  // benchmarks only: the machine's limits, measured by the selected variant
+  zt_bench_fma_f32: { parameters: ["u32"], result: "f64" },
+  zt_bench_fma_f64: { parameters: ["u32"], result: "f64" },
+  zt_bench_stream_add_f32: { parameters: ["ptr", "ptr", "ptr", "u32", "u32", "u32"], result: "void" },
 } as const satisfies Record<string, SymbolSpec>;
 
 type JsValue<T extends NativeType> = T extends "ptr" ? NativePointer | null

@@ -8,11 +8,12 @@ import { type DType, dtypeInfo } from "../dtype.ts";
 import { DTypeError, TensorShapeError } from "../errors.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { Layout, nhwcStrides } from "../layout.ts";
-import { contiguousStrides, formatShape } from "../shape.ts";
+import { checkBytes, checkShape, contiguousStrides, formatShape } from "../shape.ts";
+import { Storage } from "../storage.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { expandView } from "../views.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { fromBlocked, toBlocked } from "../movement/layout.ts";
+import { blockedShape } from "../movement/layout.ts";
 
 /** Copies `src` (same shape) into `dst` element by element; same dtype. */
 export function copyElements(op: string, dst: Tensor, src: Tensor): void {
@@ -122,25 +123,45 @@ export function fillStrided(t: Tensor, value: number | bigint): void {
   kernels().copy(info.blockBytes, t.shape, t.operand("fill"), source, computeSettings());
 }
 
+/** A new scoped NchwC(B) tensor of logical shape `shape` over its physical span. */
+function allocateBlocked(op: string, shape: readonly number[], dtype: DType, blockSize: number): Tensor {
+  checkShape(op, shape);
+  const info = dtypeInfo(dtype, op);
+  const bytes = blockedShape(shape, blockSize).reduce((a, b) => a * b, 1) * info.blockBytes;
+  checkBytes(op, shape, bytes);
+  const storage = Storage.rent(bytes, { scoped: true });
+  return new Tensor({ storage, dtype, shape: [...shape], strides: contiguousStrides(shape), offset: 0, blockSize });
+}
+
 /**
- * A copy in `layout`: NCHW and NHWC are strides over the logical NCHW shape (recorded as Reshape, the identity
- * on the logical tensor); NchwC(B) is blocked storage, kernel-internal and never differentiable.
+ * `t` in `layout`, or `t` itself when it already has it. NCHW and NHWC are strides over the logical NCHW
+ * shape (the conversion is recorded as Reshape, the identity on the logical tensor); NchwC(B) is blocked
+ * storage, kernel-internal and never differentiable.
  */
 export function toLayout(t: Tensor, layout: Layout): Tensor {
   const op = "toLayout";
   if (t.rank !== 4) throw new TensorShapeError(op, `layouts apply to rank-4 NCHW tensors, got ${formatShape(t.shape)}`, [t.shape]);
+  const info = dtypeInfo(t.dtype, op);
+  if (info.isQuantized) throw new DTypeError(op, `${info.name} tensors have no image layouts`);
+  if (layout.kind === "strided") throw new TensorShapeError(op, "Strided is not a target layout; use Nchw, Nhwc or nchwc(B)", [t.shape]);
+  if (t.layout === layout) return t;
   if (layout.kind === "nchwc") {
     if (t.requiresGrad && shouldRecord(t)) {
       throw new TypeError("toLayout: blocked NchwC(B) tensors cannot require gradients; detach() the input first");
     }
-    return toBlocked(t, layout.blockSize);
+    using plain = t.blockSize > 0 ? toLayout(t, Layout.Nchw) : null;
+    const source = plain ?? t;
+    const out = allocateBlocked(op, t.shape, t.dtype, layout.blockSize);
+    kernels().toBlocked(t.shape, layout.blockSize, info.blockBytes, out.operand(op), source.operand(op), computeSettings());
+    return out;
   }
-  if (layout.kind === "strided") throw new TensorShapeError(op, "Strided is not a target layout; use Nchw or Nhwc", [t.shape]);
   const strides = layout.kind === "nhwc" ? nhwcStrides(t.shape) : contiguousStrides(t.shape);
-  const storageSource = t.blockSize > 0 ? fromBlocked(t) : t;
   const out = allocate(op, t.shape, t.dtype, false, { scoped: true });
   const target = new Tensor({ storage: out.storage, dtype: t.dtype, shape: t.shape, strides, offset: 0 });
-  copyElements(op, target, storageSource);
-  if (storageSource !== t) storageSource.dispose();
+  if (t.blockSize > 0) {
+    kernels().fromBlocked(t.shape, t.blockSize, info.blockBytes, target.operand(op), t.operand(op), computeSettings());
+  } else {
+    copyElements(op, target, t);
+  }
   return shouldRecord(t) ? record(target, "Reshape", [t]) : target;
 }

@@ -1,135 +1,437 @@
-//! Element-wise kernels, written once over a comptime vector width (`std.simd.suggestVectorLength` of the
-//! target each variant is compiled for). Rows whose operands all step by one run in vectors with a scalar
-//! tail; other rows run the plain strided loop. Each element is one IEEE f32 operation, so every variant
-//! gives the same bits as the TypeScript reference.
+//! Element-wise binary kernels, and the machinery every kernel family of this variant shares: splitting a
+//! strided iteration into spans of whole and partial rows, and running those spans across the thread pool.
+//!
+//! Kernels are written once over a comptime vector width (`std.simd.suggestVectorLength` of the target each
+//! variant is compiled for). Rows whose output steps by one and whose inputs step by one or zero (a
+//! broadcast) run in vectors loaded straight from memory; other rows gather a vector's worth of elements,
+//! compute the same vector function and scatter the results, so an element's value never depends on where
+//! it sits. `+ − × ÷`, max, min and the comparisons are single IEEE f32 operations, bitwise equal to the
+//! TypeScript reference in both modes; pow is `math.pow` in f64 rounded once in exact mode and `math.powFast`
+//! in fast mode.
+//!
+//! This family's table also carries the unary, reduction, softmax and pooling kernels (their code lives in
+//! `unary.zig`, `reduce.zig`, `softmax.zig` and `pool.zig`), so that adding them touched no shared file.
 const std = @import("std");
 const abi = @import("../abi.zig");
 const table = @import("table.zig");
+const math = @import("math.zig");
 const Rows = @import("rows.zig").Rows;
+const unary = @import("unary.zig");
+const reduce = @import("reduce.zig");
+const softmax = @import("softmax.zig");
+const pool = @import("pool.zig");
 
-const lanes = std.simd.suggestVectorLength(f32) orelse 1;
-const V = @Vector(lanes, f32);
+pub const lanes = std.simd.suggestVectorLength(f32) orelse 1;
+pub const V = @Vector(lanes, f32);
 
 /// out = a (op) b over one shape; operands 0, 1, 2 of the argument block are out, a and b.
 pub const BinaryFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, b: [*]const u8) callconv(.c) void;
+/// out = op(a); operands 0 and 1 are out and a.
+pub const UnaryFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8) callconv(.c) void;
+/// Max pooling: operands 0, 1, 2 are out, x and indices (`indices` may be null).
+pub const PoolFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, x: [*]const u8, indices: ?[*]u8) callconv(.c) void;
 
 /// This family's entries in the kernel table.
 pub const Table = extern struct {
     binary_f32: BinaryFn,
+    unary_f32: UnaryFn,
+    reduce_f32: UnaryFn,
+    softmax_f32: UnaryFn,
+    maxpool2d_f32: PoolFn,
 };
 
 pub const table_entries: Table = .{
     .binary_f32 = binaryF32,
+    .unary_f32 = unary.unaryF32,
+    .reduce_f32 = reduce.reduceF32,
+    .softmax_f32 = softmax.softmaxF32,
+    .maxpool2d_f32 = pool.maxPool2dF32,
 };
 
-/// Binary operations, numbered as in the binding's `BinaryOp`.
+/// Binary operations, numbered as in the binding's `BinaryOp` (src/kernels/types.ts).
 pub const BinaryOp = enum(i32) {
     add = 0,
     sub = 1,
     mul = 2,
     div = 3,
+    max = 4,
+    min = 5,
+    pow = 6,
+    eq = 7,
+    ne = 8,
+    lt = 9,
+    le = 10,
+    gt = 11,
+    ge = 12,
+
+    pub fn isComparison(op: BinaryOp) bool {
+        return @intFromEnum(op) >= @intFromEnum(BinaryOp.eq);
+    }
 };
 
-inline fn apply(comptime op: BinaryOp, comptime T: type, x: T, y: T) T {
+/// Arithmetic mode of the argument block.
+pub fn isExact(args: *const abi.ArgBlock) bool {
+    return args.mode == 1;
+}
+
+// --- pointers with signed element offsets ---
+
+/// `base` moved by `offset` elements (negative strides reach below a row's start).
+pub inline fn at(comptime P: type, base: P, offset: isize) P {
+    const size = @sizeOf(@typeInfo(P).pointer.child);
+    return @ptrFromInt(@as(usize, @bitCast(@as(isize, @bitCast(@intFromPtr(base))) + offset * size)));
+}
+
+/// Loads up to `lanes` elements spaced `stride` apart, the rest `fill`.
+pub inline fn gather(comptime T: type, p: [*]const T, stride: isize, count: usize, fill: T) @Vector(lanes, T) {
+    var v: [lanes]T = @splat(fill);
+    var offset: isize = 0;
+    for (0..count) |i| {
+        v[i] = at([*]const T, p, offset)[0];
+        offset += stride;
+    }
+    return v;
+}
+
+/// Stores the first `count` lanes of `v` spaced `stride` apart.
+pub inline fn scatter(comptime T: type, p: [*]T, stride: isize, count: usize, v: @Vector(lanes, T)) void {
+    const values: [lanes]T = v;
+    var offset: isize = 0;
+    for (0..count) |i| {
+        at([*]T, p, offset)[0] = values[i];
+        offset += stride;
+    }
+}
+
+/// Loads `lanes` elements at `p[i..]` when `stride` is 1, or splats `p[0]` when it is 0.
+pub inline fn loadOrSplat(p: [*]const f32, stride: isize, i: usize) V {
+    return if (stride == 0) @splat(p[0]) else p[i..][0..lanes].*;
+}
+
+// --- spans and threads ---
+
+/// Below this many elements of work a kernel stays on the calling thread.
+pub const parallel_min_elements = 1 << 16;
+
+/// Calls `visit.span(offsets, begin, end)` for the part of each row that lies in the flat row-major element
+/// range `first..end` of `rows`: whole rows, and partial ones at the range's ends.
+pub fn forEachSpan(rows: anytype, first: usize, end: usize, visit: anytype) void {
+    const len = rows.rowLength();
+    if (first >= end or len == 0) return;
+    const Offsets = @TypeOf(rows.offsets);
+    const Cut = struct {
+        visit: @TypeOf(visit),
+        current: usize,
+        first_row: usize,
+        first_col: usize,
+        last_row: usize,
+        last_end: usize,
+        len: usize,
+
+        pub fn row(cut: *@This(), offsets: Offsets) void {
+            const begin = if (cut.current == cut.first_row) cut.first_col else 0;
+            const stop = if (cut.current == cut.last_row) cut.last_end else cut.len;
+            cut.visit.span(offsets, begin, stop);
+            cut.current += 1;
+        }
+    };
+    const last_row = (end - 1) / len;
+    var cut: Cut = .{
+        .visit = visit,
+        .current = first / len,
+        .first_row = first / len,
+        .first_col = first % len,
+        .last_row = last_row,
+        .last_end = end - last_row * len,
+        .len = len,
+    };
+    rows.forEachRow(first / len, last_row + 1, &cut);
+}
+
+/// Runs `work.range(first, end)` over `0..total`, split into tasks of whole `granule`s across at most
+/// `threads` threads when `total` reaches `min_total`. Every index belongs to exactly one task, so the
+/// results never depend on the thread count.
+pub fn parallelRange(rt: *const table.Runtime, threads_in: i32, total: usize, min_total: usize, granule: usize, work: anytype) void {
+    const threads: usize = @intCast(@max(1, threads_in));
+    if (threads == 1 or total < @max(min_total, 2 * granule)) {
+        work.range(0, total);
+        return;
+    }
+    const wanted = threads * 4;
+    const per_task = std.mem.alignForward(usize, (total + wanted - 1) / wanted, granule);
+    const tasks = (total + per_task - 1) / per_task;
+    if (tasks < 2) {
+        work.range(0, total);
+        return;
+    }
+    const Work = @TypeOf(work);
+    const Job = struct {
+        work: Work,
+        total: usize,
+        per_task: usize,
+
+        fn run(context: *anyopaque, task: u32) callconv(.c) void {
+            const job: *const @This() = @ptrCast(@alignCast(context));
+            const first = @min(job.total, task * job.per_task);
+            job.work.range(first, @min(job.total, first + job.per_task));
+        }
+    };
+    var job: Job = .{ .work = work, .total = total, .per_task = per_task };
+    rt.parallelFor(&job, @intCast(tasks), @intCast(@min(threads, tasks)), Job.run);
+}
+
+/// Runs `visit.span` over every element of `rows`, split across threads when there are at least
+/// `min_elements` (in units of `granule` elements, which keeps contiguous outputs' task edges on cache lines).
+pub fn runSpans(rt: *const table.Runtime, args: *const abi.ArgBlock, rows: anytype, visit: anytype, min_elements: usize, granule: usize) void {
+    const total = rows.rowCount() * rows.rowLength();
+    if (total == 0) return;
+    const Spans = struct {
+        rows: @TypeOf(rows),
+        visit: @TypeOf(visit),
+
+        pub fn range(spans: *const @This(), first: usize, end: usize) void {
+            forEachSpan(spans.rows, first, end, spans.visit);
+        }
+    };
+    const spans: Spans = .{ .rows = rows, .visit = visit };
+    parallelRange(rt, args.threads, total, min_elements, granule, &spans);
+}
+
+/// Runs `visit.row(offsets)` over all rows of a 3-operand iteration, split across threads by whole rows when
+/// the work is large enough. (Kept for callers that work a row at a time; the kernels here use `runSpans`.)
+pub fn runRows(rt: *const table.Runtime, args: *const abi.ArgBlock, rows: *const Rows(3), visit: anytype) void {
+    const Whole = struct {
+        rows: *const Rows(3),
+        visit: @TypeOf(visit),
+
+        pub fn range(whole: *const @This(), first: usize, end: usize) void {
+            whole.rows.forEachRow(first, end, whole.visit);
+        }
+    };
+    const count = rows.rowCount();
+    const min_rows = (parallel_min_elements + rows.rowLength() - 1) / @max(1, rows.rowLength());
+    const whole: Whole = .{ .rows = rows, .visit = visit };
+    parallelRange(rt, args.threads, count, min_rows, 1, &whole);
+}
+
+// --- binary operations ---
+
+const U = @Vector(lanes, u32);
+
+/// IEEE maximum with NaN propagation: a NaN operand wins (the first one), and +0 beats -0.
+inline fn maxV(x: V, y: V) V {
+    const equal: V = @bitCast(@as(U, @bitCast(x)) & @as(U, @bitCast(y)));
+    const r = @select(f32, x > y, x, @select(f32, y > x, y, equal));
+    return @select(f32, x != x, x, @select(f32, y != y, y, r));
+}
+
+/// IEEE minimum with NaN propagation: a NaN operand wins (the first one), and -0 beats +0.
+inline fn minV(x: V, y: V) V {
+    const equal: V = @bitCast(@as(U, @bitCast(x)) | @as(U, @bitCast(y)));
+    const r = @select(f32, x < y, x, @select(f32, y < x, y, equal));
+    return @select(f32, x != x, x, @select(f32, y != y, y, r));
+}
+
+inline fn boolBytes(mask: @Vector(lanes, bool)) @Vector(lanes, u8) {
+    return @select(u8, mask, @as(@Vector(lanes, u8), @splat(1)), @as(@Vector(lanes, u8), @splat(0)));
+}
+
+fn Output(comptime op: BinaryOp) type {
+    return if (op.isComparison()) u8 else f32;
+}
+
+inline fn applyBinary(comptime op: BinaryOp, comptime exact: bool, x: V, y: V) @Vector(lanes, Output(op)) {
     return switch (op) {
         .add => x + y,
         .sub => x - y,
         .mul => x * y,
         .div => x / y,
+        .max => maxV(x, y),
+        .min => minV(x, y),
+        .pow => if (exact) powExact(x, y) else math.powFast(lanes, x, y),
+        .eq => boolBytes(x == y),
+        .ne => boolBytes(x != y),
+        .lt => boolBytes(x < y),
+        .le => boolBytes(x <= y),
+        .gt => boolBytes(x > y),
+        .ge => boolBytes(x >= y),
     };
 }
 
-fn BinaryRow(comptime op: BinaryOp) type {
+inline fn powExact(x: V, y: V) V {
+    return @floatCast(math.powV(lanes, @floatCast(x), @floatCast(y)));
+}
+
+fn BinarySpan(comptime op: BinaryOp, comptime exact: bool) type {
+    const Out = Output(op);
     return struct {
-        out: [*]f32,
+        out: [*]Out,
         a: [*]const f32,
         b: [*]const f32,
-        len: usize,
         inner: [3]isize,
 
-        pub fn row(self: *const @This(), offsets: [3]isize) void {
-            const out = self.out + @as(usize, @intCast(offsets[0]));
-            const a = offsetPtr(self.a, offsets[1]);
-            const b = offsetPtr(self.b, offsets[2]);
-            if (self.inner[0] == 1 and self.inner[1] == 1 and self.inner[2] == 1) {
-                var i: usize = 0;
-                while (i + lanes <= self.len) : (i += lanes) {
-                    const x: V = a[i..][0..lanes].*;
-                    const y: V = b[i..][0..lanes].*;
-                    out[i..][0..lanes].* = apply(op, V, x, y);
+        pub fn span(self: *const @This(), offsets: [3]isize, begin: usize, end: usize) void {
+            const s = self.inner;
+            const b_at: isize = @intCast(begin);
+            const out = at([*]Out, self.out, offsets[0] + b_at * s[0]);
+            const a = at([*]const f32, self.a, offsets[1] + b_at * s[1]);
+            const b = at([*]const f32, self.b, offsets[2] + b_at * s[2]);
+            const n = end - begin;
+            var i: usize = 0;
+            if (s[0] == 1 and (s[1] == 1 or s[1] == 0) and (s[2] == 1 or s[2] == 0)) {
+                while (i + lanes <= n) : (i += lanes) {
+                    out[i..][0..lanes].* = applyBinary(op, exact, loadOrSplat(a, s[1], i), loadOrSplat(b, s[2], i));
                 }
-                while (i < self.len) : (i += 1) out[i] = apply(op, f32, a[i], b[i]);
-                return;
             }
-            var pa: isize = 0;
-            var pb: isize = 0;
-            var po: isize = 0;
-            for (0..self.len) |_| {
-                out[@intCast(po)] = apply(op, f32, elem(a, pa), elem(b, pb));
-                po += self.inner[0];
-                pa += self.inner[1];
-                pb += self.inner[2];
+            // The strided path, and the tail of the contiguous one: the same vector function on gathered lanes.
+            while (i < n) : (i += lanes) {
+                const count = @min(lanes, n - i);
+                const ii: isize = @intCast(i);
+                const x = gather(f32, at([*]const f32, a, ii * s[1]), s[1], count, 1);
+                const y = gather(f32, at([*]const f32, b, ii * s[2]), s[2], count, 1);
+                scatter(Out, at([*]Out, out, ii * s[0]), s[0], count, applyBinary(op, exact, x, y));
             }
         }
     };
 }
 
-/// Pointer arithmetic with a signed element offset (negative strides reach below the row start).
-inline fn offsetPtr(base: [*]const f32, offset: isize) [*]const f32 {
-    return @ptrFromInt(@as(usize, @bitCast(@as(isize, @bitCast(@intFromPtr(base))) + offset * @sizeOf(f32))));
-}
-
-inline fn elem(base: [*]const f32, offset: isize) f32 {
-    return offsetPtr(base, offset)[0];
-}
-
-/// Rows below this many elements in total stay on the calling thread.
-const parallel_min_elements = 1 << 16;
-
-fn Job(comptime Visit: type) type {
-    return struct {
-        rows: *const Rows(3),
-        visit: *const Visit,
-        per_task: usize,
-
-        fn run(context: *anyopaque, task: u32) callconv(.c) void {
-            const job: *const @This() = @ptrCast(@alignCast(context));
-            const count = job.rows.rowCount();
-            const first = @min(count, task * job.per_task);
-            job.rows.forEachRow(first, @min(count, first + job.per_task), job.visit);
-        }
-    };
-}
-
-/// Runs `visit` over all rows, split across threads when the work is large enough.
-pub fn runRows(rt: *const table.Runtime, args: *const abi.ArgBlock, rows: *const Rows(3), visit: anytype) void {
-    const count = rows.rowCount();
-    const elements = count * rows.rowLength();
-    const threads: usize = @intCast(@max(1, args.threads));
-    if (threads == 1 or count < 2 or elements < parallel_min_elements) {
-        rows.forEachRow(0, count, visit);
-        return;
-    }
-    const tasks = @min(count, threads * 4);
-    var job: Job(@TypeOf(visit.*)) = .{ .rows = rows, .visit = visit, .per_task = (count + tasks - 1) / tasks };
-    rt.parallelFor(&job, @intCast(tasks), @intCast(threads), @TypeOf(job).run);
-}
-
+/// `zt_binary_f32`: out = a (op) b, `args.op` a `BinaryOp`; a comparison writes bytes 0/1 and operand 0's
+/// offset and strides count those bytes. Assumes the caller validated the shape and strides.
 pub fn binaryF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, b: [*]const u8) callconv(.c) void {
+    std.debug.assert(args.op >= 0 and args.op <= @intFromEnum(BinaryOp.ge));
     const rows = Rows(3).init(args.shapeSlice(), .{ &args.operands[0], &args.operands[1], &args.operands[2] });
-    if (args.shapeSlice().len > 0) {
-        for (args.shapeSlice()) |extent| if (extent == 0) return;
-    }
     switch (@as(BinaryOp, @enumFromInt(args.op))) {
         inline else => |op| {
-            const visit: BinaryRow(op) = .{
-                .out = @ptrCast(@alignCast(out)),
-                .a = @ptrCast(@alignCast(a)),
-                .b = @ptrCast(@alignCast(b)),
-                .len = rows.rowLength(),
-                .inner = rows.innerStrides(),
-            };
-            runRows(rt, args, &rows, &visit);
+            if (op == .pow and isExact(args)) {
+                runBinary(op, true, rt, args, &rows, out, a, b);
+            } else {
+                runBinary(op, false, rt, args, &rows, out, a, b);
+            }
         },
     }
+}
+
+fn runBinary(comptime op: BinaryOp, comptime exact: bool, rt: *const table.Runtime, args: *const abi.ArgBlock, rows: *const Rows(3), out: [*]u8, a: [*]const u8, b: [*]const u8) void {
+    const visit: BinarySpan(op, exact) = .{
+        .out = @ptrCast(@alignCast(out)),
+        .a = @ptrCast(@alignCast(a)),
+        .b = @ptrCast(@alignCast(b)),
+        .inner = rows.innerStrides(),
+    };
+    const min_elements: usize = if (op == .pow) parallel_min_elements / 8 else parallel_min_elements;
+    runSpans(rt, args, rows, &visit, min_elements, 64);
+}
+
+// --- tests ---
+
+const testing = std.testing;
+
+/// A runtime whose parallel_for runs the tasks in reverse order on the calling thread: a kernel whose
+/// result depended on task order would show it.
+pub const test_runtime: table.Runtime = .{ .parallel_for = struct {
+    fn run(context: *anyopaque, tasks: u32, _: u32, task: table.TaskFn) callconv(.c) void {
+        var i = tasks;
+        while (i > 0) {
+            i -= 1;
+            task(context, i);
+        }
+    }
+}.run };
+
+/// An argument block for tests: shape, operands with their offsets and strides, op, mode, threads.
+pub fn testArgs(shape: []const i32, operands: []const []const i32, offsets: []const i32, op: i32, mode: i32, threads: i32) abi.ArgBlock {
+    var args: abi.ArgBlock = std.mem.zeroes(abi.ArgBlock);
+    args.rank = @intCast(shape.len);
+    @memcpy(args.shape[0..shape.len], shape);
+    for (operands, 0..) |strides, k| {
+        args.operands[k].offset = offsets[k];
+        @memcpy(args.operands[k].strides[0..strides.len], strides);
+    }
+    args.op = op;
+    args.mode = mode;
+    args.threads = threads;
+    return args;
+}
+
+fn binaryOnce(op: BinaryOp, x: []const f32, y: []const f32, out: []f32) void {
+    const n: i32 = @intCast(x.len);
+    const args = testArgs(&.{n}, &.{ &.{1}, &.{1}, &.{1} }, &.{ 0, 0, 0 }, @intFromEnum(op), 1, 1);
+    binaryF32(&test_runtime, &args, @ptrCast(out.ptr), @ptrCast(x.ptr), @ptrCast(y.ptr));
+}
+
+test "max and min propagate NaN and order the zeros" {
+    const nan = std.math.nan(f32);
+    const x = [_]f32{ nan, 1, 0.0, -0.0, -0.0, 3, 2, -5, 7 };
+    const y = [_]f32{ 1, nan, -0.0, 0.0, -0.0, 3, 5, -7, 7 };
+    var out: [9]f32 = undefined;
+    binaryOnce(.max, &x, &y, &out);
+    try testing.expect(std.math.isNan(out[0]) and std.math.isNan(out[1]));
+    try testing.expect(!std.math.signbit(out[2]) and !std.math.signbit(out[3]) and std.math.signbit(out[4]));
+    try testing.expectEqualSlices(f32, &.{ 3, 5, -5, 7 }, out[5..9]);
+    binaryOnce(.min, &x, &y, &out);
+    try testing.expect(std.math.isNan(out[0]) and std.math.isNan(out[1]));
+    try testing.expect(std.math.signbit(out[2]) and std.math.signbit(out[3]) and std.math.signbit(out[4]));
+    try testing.expectEqualSlices(f32, &.{ 3, 2, -7, 7 }, out[5..9]);
+}
+
+test "comparisons write bytes and treat NaN as unordered" {
+    const nan = std.math.nan(f32);
+    const x = [_]f32{ 1, 2, 3, nan, -0.0 };
+    const y = [_]f32{ 2, 2, 1, nan, 0.0 };
+    const expected = [_][5]u8{
+        .{ 0, 1, 0, 0, 1 }, .{ 1, 0, 1, 1, 0 }, .{ 1, 0, 0, 0, 0 },
+        .{ 1, 1, 0, 0, 1 }, .{ 0, 0, 1, 0, 0 }, .{ 0, 1, 1, 0, 1 },
+    };
+    for ([_]BinaryOp{ .eq, .ne, .lt, .le, .gt, .ge }, expected) |op, want| {
+        var out: [5]u8 = @splat(9);
+        const args = testArgs(&.{5}, &.{ &.{1}, &.{1}, &.{1} }, &.{ 0, 0, 0 }, @intFromEnum(op), 0, 1);
+        binaryF32(&test_runtime, &args, &out, @ptrCast(&x), @ptrCast(&y));
+        try testing.expectEqualSlices(u8, &want, &out);
+    }
+}
+
+test "strided, broadcast and flipped operands give the contiguous result, split or not" {
+    var a: [200]f32 = undefined;
+    var b: [200]f32 = undefined;
+    for (&a, &b, 0..) |*x, *y, i| {
+        x.* = @as(f32, @floatFromInt(i)) * 0.37 - 20;
+        y.* = @as(f32, @floatFromInt(i % 13)) - 6.5;
+    }
+    // A 10x19 view: a transposed (strides 1, 10) over its first 190 elements; b broadcast along rows
+    // (stride 0) and flipped along columns; out written with a row gap.
+    var out: [10 * 20]f32 = @splat(-1);
+    const args = testArgs(&.{ 10, 19 }, &.{ &.{ 20, 1 }, &.{ 1, 10 }, &.{ 0, -1 } }, &.{ 0, 0, 30 }, @intFromEnum(BinaryOp.mul), 0, 3);
+    binaryF32(&test_runtime, &args, @ptrCast(&out), @ptrCast(&a), @ptrCast(&b));
+    for (0..10) |r| {
+        for (0..19) |c| try testing.expectEqual(a[r + 10 * c] * b[30 - c], out[r * 20 + c]);
+        try testing.expectEqual(@as(f32, -1), out[r * 20 + 19]);
+    }
+}
+
+test "spans cover a range exactly once, across row edges" {
+    // A 7x5 transposed view: element (r, c) sits at r + 7c.
+    const a_op: abi.Operand = .{ .offset = 0, .strides = .{ 1, 7, 0, 0, 0, 0, 0, 0 } };
+    const rows = Rows(1).init(&.{ 7, 5 }, .{&a_op});
+    const Mark = struct {
+        hits: [35]u8 = @splat(0),
+        pub fn span(self: *@This(), offsets: [1]isize, begin: usize, end: usize) void {
+            for (begin..end) |c| self.hits[@as(usize, @intCast(offsets[0])) + 7 * c] += 1;
+        }
+    };
+    for ([_][2]usize{ .{ 0, 35 }, .{ 3, 4 }, .{ 4, 11 }, .{ 5, 10 }, .{ 12, 34 } }) |range| {
+        var mark: Mark = .{};
+        forEachSpan(&rows, range[0], range[1], &mark);
+        for (mark.hits, 0..) |hit, i| {
+            const flat = (i % 7) * 5 + i / 7;
+            try testing.expectEqual(@as(u8, @intFromBool(flat >= range[0] and flat < range[1])), hit);
+        }
+    }
+}
+
+test {
+    _ = math;
+    _ = unary;
+    _ = reduce;
+    _ = softmax;
+    _ = pool;
 }

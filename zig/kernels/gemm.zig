@@ -1,6 +1,927 @@
-//! GEMM: packed, cache-blocked matrix multiplication with a register-tiled micro-kernel per ISA.
+//! GEMM: batched f32 matrix products in the BLIS/GotoBLAS structure. B is packed into KC×NR panels and A
+//! into MR×KC panels; loops NC → KC → MC run around a register-tiled micro-kernel that keeps an MR×NR tile
+//! of C in vector registers. Transposed, strided and reversed operands are only strides: the packing reads
+//! them, so the caller never copies. The code is written once over the vector width of the CPU it is
+//! compiled for, with the tile and block sizes chosen per ISA at comptime.
+//!
+//! Fast mode multiplies in f32 with FMA, in any order. Exact mode packs f64 copies of A and B and runs the
+//! same blocking with f64 accumulators: a product of two f32 values is exact in f64, so each step is one
+//! rounding of `acc + a·b`, in ascending k, and the sum is rounded to f32 once. The k loop is never split
+//! across threads or reordered, so exact results are the same bits on every ISA and every thread count,
+//! and equal to the TypeScript reference.
+const std = @import("std");
+const builtin = @import("builtin");
+const abi = @import("../abi.zig");
+const table = @import("table.zig");
+const bench = @import("../bench.zig");
 
-/// This family's entries in the kernel table.
-pub const Table = extern struct {};
+/// out[..., m, n] = Σ_k a[..., m, k] · b[..., k, n]; see `matmulF32`. Returns an `abi.Status`.
+pub const MatmulFn = *const fn (
+    rt: *const table.Runtime,
+    args: *const abi.ArgBlock,
+    out: [*]u8,
+    a: [*]const u8,
+    b: [*]const u8,
+) callconv(.c) i32;
 
-pub const table_entries: Table = .{};
+/// This family's entries in the kernel table; the machine-measuring loops of `bench.zig` ride along,
+/// since they too must run the variant's widest vectors.
+pub const Table = extern struct {
+    matmul_f32: MatmulFn,
+    bench: bench.Table,
+};
+
+pub const table_entries: Table = .{
+    .matmul_f32 = matmulF32,
+    .bench = bench.table_entries,
+};
+
+/// Bytes in one vector register of the CPU this file is compiled for. (`suggestVectorLength` answers 256
+/// bits for x86-64-v4, whose model prefers them for auto-vectorized code; explicit zmm vectors are faster
+/// for GEMM.)
+pub const vector_bytes: usize = switch (builtin.cpu.arch) {
+    .x86_64 => if (hasX86(.avx512f)) 64 else if (hasX86(.avx2)) 32 else 16,
+    else => 16,
+};
+
+/// Vector registers the micro-kernel can fill.
+pub const vector_registers: usize = switch (builtin.cpu.arch) {
+    .x86_64 => if (hasX86(.avx512f)) 32 else 16,
+    .aarch64 => 32,
+    else => 16,
+};
+
+/// Whether a fused multiply-add is one instruction. Without it `acc + a·b` is a multiply and an add, which
+/// gives the same bits in exact mode because the f64 product is exact.
+pub const has_fma: bool = switch (builtin.cpu.arch) {
+    .x86_64 => hasX86(.fma),
+    .aarch64 => true,
+    else => false,
+};
+
+fn hasX86(comptime feature: std.Target.x86.Feature) bool {
+    return std.Target.x86.featureSetHas(builtin.cpu.features, feature);
+}
+
+/// acc + x·y, fused where the CPU has it.
+pub inline fn mulAdd(comptime V: type, x: V, y: V, acc: V) V {
+    return if (has_fma) @mulAdd(V, x, y, acc) else acc + x * y;
+}
+
+/// Tile and block sizes for one element type on this ISA.
+pub const Blocking = struct {
+    /// Rows of the register tile.
+    mr: usize,
+    /// Vectors across a row of the register tile (NR = nv · lanes).
+    nv: usize,
+    /// Depth of a packed panel: long enough to amortize loading and storing a C tile, short enough that the
+    /// micro-panels a tile reads stay in L1 and L2.
+    kc: usize,
+    /// Rows of a packed A block (sized for L2); a multiple of `mr`.
+    mc: usize,
+    /// Columns of a packed B block (sized for L3); a multiple of NR.
+    nc: usize,
+};
+
+/// The blocking used for the f32 (fast) or f64 (exact) multiply on this ISA.
+pub fn blocking(comptime T: type) Blocking {
+    const lanes = vector_bytes / @sizeOf(T);
+    if (vector_registers == 32 and vector_bytes == 64) {
+        // AVX-512: 6 rows × 4 zmm = 24 accumulators, 4 for B, 1 broadcast: 10 loads per 24 FMAs. (14×32
+        // measured the same within noise on Zen 5 but wastes more of its last row panel.)
+        return .{ .mr = 6, .nv = 4, .kc = if (T == f32) 256 else 128, .mc = 6 * 48, .nc = 64 * lanes };
+    }
+    if (vector_registers == 32) {
+        // NEON: 8 rows × 3 q registers = 24 accumulators.
+        return .{ .mr = 8, .nv = 3, .kc = if (T == f32) 256 else 128, .mc = 8 * 16, .nc = 96 * lanes };
+    }
+    if (has_fma) {
+        // AVX2: 6 rows × 2 ymm = 12 accumulators, 2 for B, 1 broadcast.
+        return .{ .mr = 6, .nv = 2, .kc = if (T == f32) 256 else 128, .mc = 6 * 24, .nc = 128 * lanes };
+    }
+    // SSE2: 6 rows × 2 xmm, one more register for the product (no FMA).
+    return .{ .mr = 6, .nv = 2, .kc = if (T == f32) 256 else 128, .mc = 6 * 16, .nc = 128 * lanes };
+}
+
+/// Output rows a task processes at once in exact mode: the f64 partial sums of that many rows by NC columns
+/// wait in a scratch buffer between KC panels, so this bounds the scratch.
+const exact_rows_chunk = 2048;
+
+/// Below this many multiply-adds a matmul stays on the calling thread.
+const parallel_min_macs: u64 = 1 << 20;
+
+/// Pointer arithmetic with a signed element offset (negative strides reach below the base).
+inline fn offsetBy(comptime P: type, base: P, elems: isize) P {
+    const Elem = @typeInfo(P).pointer.child;
+    const delta: usize = @bitCast(elems *% @as(isize, @sizeOf(Elem)));
+    return @ptrFromInt(@intFromPtr(base) +% delta);
+}
+
+/// One matrix product: C (m×n) = A (m×k) · B (k×n), each with signed element strides.
+const Problem = struct {
+    m: usize,
+    n: usize,
+    k: usize,
+    a: [*]const f32,
+    rs_a: isize,
+    cs_a: isize,
+    b: [*]const f32,
+    rs_b: isize,
+    cs_b: isize,
+    c: [*]f32,
+    rs_c: isize,
+    cs_c: isize,
+
+    /// The sub-problem of rows `m0..m0+m` and columns `n0..n0+n`.
+    fn sub(p: Problem, m0: usize, m: usize, n0: usize, n: usize) Problem {
+        var s = p;
+        s.m = m;
+        s.n = n;
+        const im0: isize = @intCast(m0);
+        const in0: isize = @intCast(n0);
+        s.a = offsetBy([*]const f32, p.a, im0 * p.rs_a);
+        s.b = offsetBy([*]const f32, p.b, in0 * p.cs_b);
+        s.c = offsetBy([*]f32, p.c, im0 * p.rs_c + in0 * p.cs_c);
+        return s;
+    }
+};
+
+/// The packed buffers one task owns.
+fn Workspace(comptime T: type) type {
+    return struct {
+        a_pack: [*]T,
+        b_pack: [*]T,
+        /// Exact mode's f64 partial sums between KC panels (unused when one panel covers K), one MR×NR
+        /// tile after another, `partial_row_tiles` tiles to a row of tiles.
+        partial: [*]f64,
+        partial_row_tiles: usize,
+    };
+}
+
+/// The GEMM for one accumulation type: f32 (fast) or f64 (exact).
+pub fn Gemm(comptime T: type) type {
+    return struct {
+        pub const sizes = blocking(T);
+        pub const lanes = vector_bytes / @sizeOf(T);
+        pub const mr = sizes.mr;
+        pub const nv = sizes.nv;
+        pub const nr = nv * lanes;
+        const V = @Vector(lanes, T);
+        const V32 = @Vector(lanes, f32);
+        const Tile = [mr][nv]V;
+        const exact = T == f64;
+        const rows_chunk = if (exact) exact_rows_chunk else std.math.maxInt(usize);
+
+        comptime {
+            std.debug.assert(sizes.mc % mr == 0);
+            std.debug.assert(sizes.nc % nr == 0);
+            std.debug.assert(T == f32 or T == f64);
+        }
+
+        /// Bytes of each workspace region for a task whose blocks are at most `m`×`n` deep `k`.
+        pub fn workspaceBytes(m: usize, n: usize, k: usize) [3]usize {
+            const mc = roundUp(@min(sizes.mc, m), mr);
+            const nc = roundUp(@min(sizes.nc, n), nr);
+            const kc = @min(sizes.kc, k);
+            const partial = if (exact and k > sizes.kc) roundUp(@min(rows_chunk, m), mr) * nc * @sizeOf(f64) else 0;
+            return .{ roundUp(mc * kc * @sizeOf(T), 64), roundUp(kc * nc * @sizeOf(T), 64), roundUp(partial, 64) };
+        }
+
+        /// C = A·B for one problem, on the calling thread, with the given workspace.
+        pub fn multiply(p: Problem, ws: Workspace(T)) void {
+            var m0: usize = 0;
+            while (m0 < p.m) : (m0 += rows_chunk) {
+                const rows = @min(rows_chunk, p.m - m0);
+                var jc: usize = 0;
+                while (jc < p.n) : (jc += sizes.nc) {
+                    const nc = @min(sizes.nc, p.n - jc);
+                    multiplyBlockColumn(p.sub(m0, rows, jc, nc), ws);
+                }
+            }
+        }
+
+        /// One NC-wide column block: for each KC panel, pack B once and sweep the MC row blocks.
+        fn multiplyBlockColumn(p: Problem, ws: Workspace(T)) void {
+            var pc: usize = 0;
+            while (pc < p.k) : (pc += sizes.kc) {
+                const kc = @min(sizes.kc, p.k - pc);
+                const ipc: isize = @intCast(pc);
+                packB(kc, p.n, offsetBy([*]const f32, p.b, ipc * p.rs_b), p.rs_b, p.cs_b, ws.b_pack);
+                const pass: Pass = .{ .first = pc == 0, .last = pc + kc == p.k };
+                var ic: usize = 0;
+                while (ic < p.m) : (ic += sizes.mc) {
+                    const mc = @min(sizes.mc, p.m - ic);
+                    const iic: isize = @intCast(ic);
+                    packA(mc, kc, offsetBy([*]const f32, p.a, iic * p.rs_a + ipc * p.cs_a), p.rs_a, p.cs_a, ws.a_pack);
+                    const c = offsetBy([*]f32, p.c, iic * p.rs_c);
+                    const partial = ws.partial + (ic / mr) * ws.partial_row_tiles * mr * nr;
+                    macroKernel(mc, p.n, kc, ws, c, p.rs_c, p.cs_c, partial, pass);
+                }
+            }
+        }
+
+        const Pass = struct { first: bool, last: bool };
+
+        /// Runs the micro-kernel over every MR×NR tile of an mc×nc block, B micro-panel by B micro-panel, so
+        /// that each is reused from cache by all the A micro-panels of the block.
+        fn macroKernel(mc: usize, nc: usize, kc: usize, ws: Workspace(T), c: [*]f32, rs_c: isize, cs_c: isize, partial: [*]f64, pass: Pass) void {
+            var jr: usize = 0;
+            while (jr < nc) : (jr += nr) {
+                const n_valid = @min(nr, nc - jr);
+                const b_panel = ws.b_pack + jr * kc;
+                var ir: usize = 0;
+                while (ir < mc) : (ir += mr) {
+                    const m_valid = @min(mr, mc - ir);
+                    const c_tile = offsetBy([*]f32, c, @as(isize, @intCast(ir)) * rs_c + @as(isize, @intCast(jr)) * cs_c);
+                    const partial_tile = partial + ((ir / mr) * ws.partial_row_tiles + jr / nr) * mr * nr;
+                    var tile: Tile = undefined;
+                    if (exact and !pass.first) loadPartial(&tile, partial_tile) else tile = @splat(@splat(@splat(0)));
+                    const vectors = ceilDiv(n_valid, lanes);
+                    if (m_valid == mr and vectors == nv) {
+                        microKernel(mr, nv, kc, ws.a_pack + ir * kc, b_panel, &tile);
+                    } else {
+                        edgeKernel(m_valid, vectors, kc, ws.a_pack + ir * kc, b_panel, &tile);
+                    }
+                    if (exact and !pass.last) {
+                        storePartial(&tile, partial_tile);
+                    } else {
+                        storeTile(&tile, c_tile, rs_c, cs_c, m_valid, n_valid, !exact and !pass.first);
+                    }
+                }
+            }
+        }
+
+        /// The first `rows`×`vectors` part of tile += A panel (mr×kc, k-major) · B panel (kc×nr, k-major), in
+        /// ascending k.
+        inline fn microKernel(comptime rows: usize, comptime vectors: usize, kc: usize, a: [*]const T, b: [*]const T, tile: *Tile) void {
+            var acc: [rows][vectors]V = undefined;
+            inline for (0..rows) |i| inline for (0..vectors) |j| {
+                acc[i][j] = tile[i][j];
+            };
+            for (0..kc) |p| {
+                var bv: [vectors]V = undefined;
+                inline for (0..vectors) |j| bv[j] = b[p * nr + j * lanes ..][0..lanes].*;
+                inline for (0..rows) |i| {
+                    const ai: V = @splat(a[p * mr + i]);
+                    inline for (0..vectors) |j| acc[i][j] = mulAdd(V, ai, bv[j], acc[i][j]);
+                }
+            }
+            inline for (0..rows) |i| inline for (0..vectors) |j| {
+                tile[i][j] = acc[i][j];
+            };
+        }
+
+        /// The micro-kernel cut to an edge tile's rows and vectors, so that a thin edge (the one row of a
+        /// vector-matrix product, a narrow N) costs what it computes rather than a full tile.
+        fn edgeKernel(rows: usize, vectors: usize, kc: usize, a: [*]const T, b: [*]const T, tile: *Tile) void {
+            @setEvalBranchQuota(20_000);
+            switch (rows) {
+                inline 1...mr => |r| switch (vectors) {
+                    inline 1...nv => |v| microKernel(r, v, kc, a, b, tile),
+                    else => unreachable,
+                },
+                else => unreachable,
+            }
+        }
+
+        fn loadPartial(tile: *Tile, partial: [*]const f64) void {
+            inline for (0..mr) |i| inline for (0..nv) |j| {
+                tile[i][j] = partial[(i * nv + j) * lanes ..][0..lanes].*;
+            };
+        }
+
+        fn storePartial(tile: *const Tile, partial: [*]f64) void {
+            inline for (0..mr) |i| inline for (0..nv) |j| {
+                partial[(i * nv + j) * lanes ..][0..lanes].* = tile[i][j];
+            };
+        }
+
+        /// Writes the valid part of a finished tile to C (adding to it after the first fast-mode panel); exact
+        /// sums are rounded to f32 here, once.
+        fn storeTile(tile: *const Tile, c: [*]f32, rs_c: isize, cs_c: isize, m_valid: usize, n_valid: usize, accumulate: bool) void {
+            if (m_valid == mr and n_valid == nr and cs_c == 1) {
+                inline for (0..mr) |i| {
+                    const row = offsetBy([*]f32, c, @as(isize, i) * rs_c);
+                    inline for (0..nv) |j| {
+                        const dst = row[j * lanes ..][0..lanes];
+                        var v: V32 = if (exact) @floatCast(tile[i][j]) else tile[i][j];
+                        if (accumulate) v += dst.*;
+                        dst.* = v;
+                    }
+                }
+                return;
+            }
+            const flat: *const [mr][nr]T = @ptrCast(tile);
+            for (0..m_valid) |i| {
+                const row = offsetBy([*]f32, c, @as(isize, @intCast(i)) * rs_c);
+                for (0..n_valid) |j| {
+                    const dst = &offsetBy([*]f32, row, @as(isize, @intCast(j)) * cs_c)[0];
+                    const v: f32 = @floatCast(flat[i][j]);
+                    dst.* = if (accumulate) dst.* + v else v;
+                }
+            }
+        }
+
+        /// Packs an mc×kc block of A into MR-row panels, each k-major (MR values per k), rows past mc zero.
+        fn packA(mc: usize, kc: usize, src: [*]const f32, rs: isize, cs: isize, dst: [*]T) void {
+            var ir: usize = 0;
+            while (ir < mc) : (ir += mr) {
+                const rows = @min(mr, mc - ir);
+                const panel = dst + ir * kc;
+                const base = offsetBy([*]const f32, src, @as(isize, @intCast(ir)) * rs);
+                if (rows == mr and cs == 1) {
+                    var row_ptrs: [mr][*]const f32 = undefined;
+                    inline for (0..mr) |i| row_ptrs[i] = offsetBy([*]const f32, base, @as(isize, i) * rs);
+                    for (0..kc) |p| {
+                        inline for (0..mr) |i| panel[p * mr + i] = row_ptrs[i][p];
+                    }
+                } else if (rows == mr and rs == 1) {
+                    for (0..kc) |p| {
+                        const col = offsetBy([*]const f32, base, @as(isize, @intCast(p)) * cs);
+                        inline for (0..mr) |i| panel[p * mr + i] = col[i];
+                    }
+                } else {
+                    for (0..kc) |p| {
+                        const col = offsetBy([*]const f32, base, @as(isize, @intCast(p)) * cs);
+                        for (0..mr) |i| {
+                            panel[p * mr + i] = if (i < rows) offsetBy([*]const f32, col, @as(isize, @intCast(i)) * rs)[0] else 0;
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Packs a kc×nc block of B into NR-column panels, each k-major (NR values per k), columns past nc
+        /// zero.
+        fn packB(kc: usize, nc: usize, src: [*]const f32, rs: isize, cs: isize, dst: [*]T) void {
+            var jr: usize = 0;
+            while (jr < nc) : (jr += nr) {
+                const cols = @min(nr, nc - jr);
+                const panel = dst + jr * kc;
+                const base = offsetBy([*]const f32, src, @as(isize, @intCast(jr)) * cs);
+                if (cols == nr and cs == 1) {
+                    for (0..kc) |p| {
+                        const row = offsetBy([*]const f32, base, @as(isize, @intCast(p)) * rs);
+                        inline for (0..nv) |j| {
+                            const v: V32 = row[j * lanes ..][0..lanes].*;
+                            const w: V = if (exact) @floatCast(v) else v;
+                            panel[p * nr + j * lanes ..][0..lanes].* = w;
+                        }
+                    }
+                } else if (cols == nr and rs == 1) {
+                    packTransposedPanel(kc, base, cs, panel);
+                } else {
+                    for (0..kc) |p| {
+                        const row = offsetBy([*]const f32, base, @as(isize, @intCast(p)) * rs);
+                        for (0..nr) |j| {
+                            panel[p * nr + j] = if (j < cols) offsetBy([*]const f32, row, @as(isize, @intCast(j)) * cs)[0] else 0;
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Packs one whole B panel whose k axis is contiguous (a transposed B, as in x·Wᵀ) by reading L values
+        /// down each of L columns and transposing the L×L block in registers, so that each cache line of B is
+        /// read whole, once, and only L columns stream at a time. (Reading across the columns one k at a time
+        /// touches a line per column per k, and columns a multiple of 4 KiB apart fight over one L1 set: ten
+        /// times slower.)
+        fn packTransposedPanel(kc: usize, base: [*]const f32, cs: isize, panel: [*]T) void {
+            const L = lanes32;
+            const VL = @Vector(L, T);
+            var jb: usize = 0;
+            while (jb + L <= nr) : (jb += L) {
+                var columns: [L][*]const f32 = undefined;
+                inline for (0..L) |j| columns[j] = offsetBy([*]const f32, base, @as(isize, @intCast(jb + j)) * cs);
+                var p: usize = 0;
+                while (p + L <= kc) : (p += L) {
+                    var block: [L]@Vector(L, f32) = undefined;
+                    inline for (0..L) |j| block[j] = columns[j][p..][0..L].*;
+                    // Kept out of line: inlined, LLVM turns the f32 shuffles and stores into scalar moves.
+                    @call(.never_inline, transpose, .{ L, &block });
+                    inline for (0..L) |q| {
+                        const w: VL = if (exact) @floatCast(block[q]) else block[q];
+                        panel[(p + q) * nr + jb ..][0..L].* = w;
+                    }
+                }
+                for (p..kc) |q| {
+                    inline for (0..L) |j| panel[q * nr + jb + j] = columns[j][q];
+                }
+            }
+            // Columns past the last whole block, when NR is not a multiple of L.
+            for (jb..nr) |j| {
+                const column = offsetBy([*]const f32, base, @as(isize, @intCast(j)) * cs);
+                for (0..kc) |q| panel[q * nr + j] = column[q];
+            }
+        }
+    };
+}
+
+/// f32 lanes in one vector register.
+const lanes32 = vector_bytes / @sizeOf(f32);
+
+/// Transposes an L×L block held as L row vectors in log2(L) rounds of two-vector shuffles: round w swaps the
+/// off-diagonal w×w sub-blocks of every 2w×2w block.
+pub fn transpose(comptime L: usize, rows: *[L]@Vector(L, f32)) void {
+    comptime var w: usize = 1;
+    inline while (w < L) : (w *= 2) {
+        const low = comptime transposeMask(L, w, false);
+        const high = comptime transposeMask(L, w, true);
+        inline for (0..L) |i| {
+            if (i & w == 0) {
+                const a = rows[i];
+                const b = rows[i + w];
+                rows[i] = @shuffle(f32, a, b, low);
+                rows[i + w] = @shuffle(f32, a, b, high);
+            }
+        }
+    }
+}
+
+/// Lanes of row i (`upper` false) or row i+w (`upper` true) after round w: lanes whose bit w is clear come
+/// from row i, the others from row i+w (negative indices select the second operand).
+fn transposeMask(comptime L: usize, comptime w: usize, comptime upper: bool) @Vector(L, i32) {
+    var mask: [L]i32 = undefined;
+    for (0..L) |t| {
+        const lane: i32 = @intCast(t);
+        const width: i32 = @intCast(w);
+        if (upper) {
+            mask[t] = if (t & w == 0) lane + width else ~lane;
+        } else {
+            mask[t] = if (t & w == 0) lane else ~(lane - width);
+        }
+    }
+    return mask;
+}
+
+fn roundUp(x: usize, multiple: usize) usize {
+    return (x + multiple - 1) / multiple * multiple;
+}
+
+fn ceilDiv(x: usize, y: usize) usize {
+    return (x + y - 1) / y;
+}
+
+/// How a batched matmul is split into work items (a batch entry's block of rows by block of columns) and
+/// how the items are dealt to tasks: task t takes items t·items/tasks up to (t+1)·items/tasks.
+pub const Plan = struct {
+    m_step: usize,
+    n_step: usize,
+    m_parts: usize,
+    n_parts: usize,
+    items: usize,
+    tasks: usize,
+
+    /// Splits each matrix only as much as the threads need: none when the batch alone divides evenly or is
+    /// large, else into threads/gcd(batch, threads) parts across its larger dimension, in whole tiles.
+    pub fn init(batch: usize, m: usize, n: usize, k: usize, threads_wanted: usize, mr: usize, nr: usize) Plan {
+        const macs = @as(u64, batch) *| m *| n *| k;
+        const threads = if (macs < parallel_min_macs) 1 else threads_wanted;
+        const parts = if (batch % threads == 0 or batch >= 4 * threads) 1 else threads / std.math.gcd(batch, threads);
+        const m_tiles = ceilDiv(m, mr);
+        const n_tiles = ceilDiv(n, nr);
+        var m_parts: usize = 1;
+        var n_parts: usize = 1;
+        if (n_tiles >= m_tiles) {
+            n_parts = @min(parts, n_tiles);
+            m_parts = @min(ceilDiv(parts, n_parts), m_tiles);
+        } else {
+            m_parts = @min(parts, m_tiles);
+            n_parts = @min(ceilDiv(parts, m_parts), n_tiles);
+        }
+        const m_step = roundUp(ceilDiv(m, m_parts), mr);
+        const n_step = roundUp(ceilDiv(n, n_parts), nr);
+        m_parts = ceilDiv(m, m_step);
+        n_parts = ceilDiv(n, n_step);
+        const items = batch * m_parts * n_parts;
+        return .{
+            .m_step = m_step,
+            .n_step = n_step,
+            .m_parts = m_parts,
+            .n_parts = n_parts,
+            .items = items,
+            .tasks = @min(threads, items),
+        };
+    }
+};
+
+/// The batch axes of a matmul and each operand's strides over them and over the matrix axes.
+const Batched = struct {
+    batch_rank: usize,
+    batch_shape: [abi.max_rank]usize,
+    /// Per operand (out, a, b): strides over the batch axes, then the two matrix axes.
+    strides: [3][abi.max_rank]isize,
+    offsets: [3]isize,
+    m: usize,
+    n: usize,
+    k: usize,
+    out: [*]f32,
+    a: [*]const f32,
+    b: [*]const f32,
+
+    fn init(args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, b: [*]const u8) Batched {
+        const shape = args.shapeSlice();
+        std.debug.assert(shape.len >= 2);
+        std.debug.assert(args.ints[0] >= 0);
+        var self: Batched = undefined;
+        self.batch_rank = shape.len - 2;
+        for (shape, 0..) |extent, axis| {
+            std.debug.assert(extent >= 0);
+            if (axis < self.batch_rank) self.batch_shape[axis] = @intCast(extent);
+        }
+        for (0..3) |k| {
+            self.offsets[k] = args.operands[k].offset;
+            for (0..shape.len) |axis| self.strides[k][axis] = args.operands[k].strides[axis];
+        }
+        self.m = @intCast(shape[shape.len - 2]);
+        self.n = @intCast(shape[shape.len - 1]);
+        self.k = @intCast(args.ints[0]);
+        self.out = @ptrCast(@alignCast(out));
+        self.a = @ptrCast(@alignCast(a));
+        self.b = @ptrCast(@alignCast(b));
+        return self;
+    }
+
+    /// Whether computing Cᵀ = Bᵀ·Aᵀ wastes fewer lanes: edge tiles are cut to whole rows but only to whole
+    /// vectors, so a narrow N (a matrix times a vector) is better done as a wide one. Each element is the same
+    /// sum of the same products in the same order either way, so exact results do not change.
+    fn transposeIsCheaper(self: *const Batched, lanes: usize) bool {
+        return self.n * roundUp(self.m, lanes) < self.m * roundUp(self.n, lanes);
+    }
+
+    /// Turns the product into Cᵀ = Bᵀ·Aᵀ: only strides, pointers and extents move.
+    fn transpose(self: *Batched) void {
+        const r = self.batch_rank;
+        std.mem.swap([abi.max_rank]isize, &self.strides[1], &self.strides[2]);
+        std.mem.swap(isize, &self.offsets[1], &self.offsets[2]);
+        for (&self.strides) |*strides| std.mem.swap(isize, &strides[r], &strides[r + 1]);
+        std.mem.swap(usize, &self.m, &self.n);
+        const a = self.a;
+        self.a = self.b;
+        self.b = a;
+    }
+
+    fn batchCount(self: *const Batched) usize {
+        var count: usize = 1;
+        for (self.batch_shape[0..self.batch_rank]) |extent| count *= extent;
+        return count;
+    }
+
+    /// The matrix product of batch entry `index` (row-major over the batch axes).
+    fn problem(self: *const Batched, index: usize) Problem {
+        var offsets = self.offsets;
+        var rest = index;
+        var axis = self.batch_rank;
+        while (axis > 0) {
+            axis -= 1;
+            const i: isize = @intCast(rest % self.batch_shape[axis]);
+            rest /= self.batch_shape[axis];
+            for (0..3) |k| offsets[k] += i * self.strides[k][axis];
+        }
+        const r = self.batch_rank;
+        return .{
+            .m = self.m,
+            .n = self.n,
+            .k = self.k,
+            .c = offsetBy([*]f32, self.out, offsets[0]),
+            .rs_c = self.strides[0][r],
+            .cs_c = self.strides[0][r + 1],
+            .a = offsetBy([*]const f32, self.a, offsets[1]),
+            .rs_a = self.strides[1][r],
+            .cs_a = self.strides[1][r + 1],
+            .b = offsetBy([*]const f32, self.b, offsets[2]),
+            .rs_b = self.strides[2][r],
+            .cs_b = self.strides[2][r + 1],
+        };
+    }
+};
+
+/// A batched matmul split into tasks, each with its own workspace carved from one allocation.
+fn Job(comptime T: type) type {
+    return struct {
+        const G = Gemm(T);
+        batched: *const Batched,
+        plan: Plan,
+        region_bytes: [3]usize,
+        memory: [*]u8,
+
+        fn taskBytes(job: *const @This()) usize {
+            return job.region_bytes[0] + job.region_bytes[1] + job.region_bytes[2];
+        }
+
+        fn run(context: *anyopaque, task: u32) callconv(.c) void {
+            const job: *const @This() = @ptrCast(@alignCast(context));
+            const base = job.memory + task * job.taskBytes();
+            const ws: Workspace(T) = .{
+                .a_pack = @ptrCast(@alignCast(base)),
+                .b_pack = @ptrCast(@alignCast(base + job.region_bytes[0])),
+                .partial = @ptrCast(@alignCast(base + job.region_bytes[0] + job.region_bytes[1])),
+                .partial_row_tiles = ceilDiv(@min(G.sizes.nc, @min(job.plan.n_step, job.batched.n)), G.nr),
+            };
+            const plan = job.plan;
+            const first = task * plan.items / plan.tasks;
+            const end = (task + 1) * plan.items / plan.tasks;
+            for (first..end) |item| {
+                const per_matrix = plan.m_parts * plan.n_parts;
+                const m_part = item % per_matrix / plan.n_parts;
+                const n_part = item % plan.n_parts;
+                const whole = job.batched.problem(item / per_matrix);
+                const m0 = m_part * plan.m_step;
+                const n0 = n_part * plan.n_step;
+                G.multiply(whole.sub(m0, @min(plan.m_step, whole.m - m0), n0, @min(plan.n_step, whole.n - n0)), ws);
+            }
+        }
+
+        fn execute(rt: *const table.Runtime, original: *const Batched, threads: usize) i32 {
+            var oriented = original.*;
+            if (oriented.transposeIsCheaper(G.lanes)) oriented.transpose();
+            const batched = &oriented;
+            const plan = Plan.init(batched.batchCount(), batched.m, batched.n, batched.k, threads, G.mr, G.nr);
+            var job: @This() = .{
+                .batched = batched,
+                .plan = plan,
+                .region_bytes = G.workspaceBytes(@min(plan.m_step, batched.m), @min(plan.n_step, batched.n), batched.k),
+                .memory = undefined,
+            };
+            const lease = WorkspaceCache.acquire(plan.tasks * job.taskBytes()) orelse
+                return @intFromEnum(abi.Status.out_of_memory);
+            defer WorkspaceCache.release(lease);
+            job.memory = lease.memory;
+            if (plan.tasks == 1) {
+                run(&job, 0);
+            } else {
+                rt.parallelFor(&job, @intCast(plan.tasks), @intCast(plan.tasks), run);
+            }
+            return @intFromEnum(abi.Status.ok);
+        }
+    };
+}
+
+/// The packing memory, kept from one call to the next: a fresh allocation of a few megabytes costs a page
+/// fault per 4 KiB on first touch, about 5% of a 1024³ product. One caller at a time uses the kept block;
+/// a concurrent caller (another JS worker) or a request above `max_kept_bytes` gets memory of its own.
+const WorkspaceCache = struct {
+    const max_kept_bytes = 64 << 20;
+    var busy: std.atomic.Value(bool) = .init(false);
+    var kept: ?[*]u8 = null;
+    var kept_bytes: usize = 0;
+
+    const Lease = struct { memory: [*]u8, cached: bool };
+
+    fn acquire(bytes_wanted: usize) ?Lease {
+        const bytes = @max(64, bytes_wanted);
+        if (bytes <= max_kept_bytes and busy.cmpxchgStrong(false, true, .acquire, .monotonic) == null) {
+            if (kept_bytes < bytes) {
+                if (kept) |old| std.c.free(old);
+                kept = allocate(bytes);
+                kept_bytes = if (kept == null) 0 else bytes;
+            }
+            if (kept) |memory| return .{ .memory = memory, .cached = true };
+            busy.store(false, .release);
+            return null;
+        }
+        return .{ .memory = allocate(bytes) orelse return null, .cached = false };
+    }
+
+    fn release(lease: Lease) void {
+        if (lease.cached) busy.store(false, .release) else std.c.free(lease.memory);
+    }
+
+    fn allocate(bytes: usize) ?[*]u8 {
+        var memory: ?*anyopaque = null;
+        if (std.c.posix_memalign(&memory, 64, bytes) != 0) return null;
+        return @ptrCast(memory.?);
+    }
+};
+
+/// Batched matmul. `args.shape` is the output's `[...batch, M, N]` (rank ≥ 2) and `args.ints[0]` is K;
+/// operands 0, 1, 2 are out `[...batch, M, N]`, a `[...batch, M, K]` and b `[...batch, K, N]`, with any
+/// strides (0 broadcasts a batch axis). `args.mode` 0 is fast, 1 exact; `args.threads` caps the threads.
+/// Returns `Status.out_of_memory` if the packing buffers cannot be allocated, having written nothing.
+pub fn matmulF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, b: [*]const u8) callconv(.c) i32 {
+    const batched = Batched.init(args, out, a, b);
+    if (batched.batchCount() == 0 or batched.m == 0 or batched.n == 0) return @intFromEnum(abi.Status.ok);
+    if (batched.k == 0) {
+        zeroFill(&batched);
+        return @intFromEnum(abi.Status.ok);
+    }
+    const threads: usize = @intCast(@max(1, args.threads));
+    return if (args.mode == 1) Job(f64).execute(rt, &batched, threads) else Job(f32).execute(rt, &batched, threads);
+}
+
+/// An empty sum is +0 in both modes.
+fn zeroFill(batched: *const Batched) void {
+    for (0..batched.batchCount()) |index| {
+        const p = batched.problem(index);
+        for (0..p.m) |i| for (0..p.n) |j| {
+            offsetBy([*]f32, p.c, @as(isize, @intCast(i)) * p.rs_c + @as(isize, @intCast(j)) * p.cs_c)[0] = 0;
+        };
+    }
+}
+
+// --- tests ---
+
+const testing = std.testing;
+
+/// A serial runtime for the tests of this file: tasks run in order on the calling thread.
+const serial_runtime: table.Runtime = .{ .parallel_for = serialFor };
+
+fn serialFor(context: *anyopaque, tasks: u32, threads: u32, task: table.TaskFn) callconv(.c) void {
+    _ = threads;
+    for (0..tasks) |i| task(context, @intCast(i));
+}
+
+/// The reference: f64 sums in ascending k, rounded once.
+fn referenceProduct(m: usize, n: usize, k: usize, a: []const f32, rs_a: isize, cs_a: isize, a0: isize, b: []const f32, rs_b: isize, cs_b: isize, b0: isize, out: []f32) void {
+    for (0..m) |i| for (0..n) |j| {
+        var sum: f64 = 0;
+        for (0..k) |p| {
+            const ia = a0 + @as(isize, @intCast(i)) * rs_a + @as(isize, @intCast(p)) * cs_a;
+            const ib = b0 + @as(isize, @intCast(p)) * rs_b + @as(isize, @intCast(j)) * cs_b;
+            sum += @as(f64, a[@intCast(ia)]) * @as(f64, b[@intCast(ib)]);
+        }
+        out[i * n + j] = @floatCast(sum);
+    };
+}
+
+fn fillRandom(random: std.Random, data: []f32) void {
+    for (data) |*x| x.* = random.float(f32) * 2 - 1;
+}
+
+const Layout = enum { row_major, transposed, reversed };
+
+/// Strides and offset of an r×c matrix stored in a buffer of r·c elements.
+fn layoutOf(layout: Layout, rows: usize, cols: usize) struct { rs: isize, cs: isize, offset: isize } {
+    const r: isize = @intCast(rows);
+    const c: isize = @intCast(cols);
+    return switch (layout) {
+        .row_major => .{ .rs = c, .cs = 1, .offset = 0 },
+        .transposed => .{ .rs = 1, .cs = r, .offset = 0 },
+        // Rows and columns both reversed: the last element of the buffer comes first.
+        .reversed => .{ .rs = -c, .cs = -1, .offset = @max(0, r * c - 1) },
+    };
+}
+
+fn runCase(m: usize, n: usize, k: usize, layout_a: Layout, layout_b: Layout, mode: i32, threads: i32, rt: *const table.Runtime) !void {
+    var prng = std.Random.DefaultPrng.init(m * 1_000_003 + n * 1009 + k);
+    const a = try testing.allocator.alloc(f32, m * k);
+    defer testing.allocator.free(a);
+    const b = try testing.allocator.alloc(f32, k * n);
+    defer testing.allocator.free(b);
+    const out = try testing.allocator.alloc(f32, m * n);
+    defer testing.allocator.free(out);
+    const expected = try testing.allocator.alloc(f32, m * n);
+    defer testing.allocator.free(expected);
+    fillRandom(prng.random(), a);
+    fillRandom(prng.random(), b);
+    @memset(out, std.math.nan(f32));
+    const la = layoutOf(layout_a, m, k);
+    const lb = layoutOf(layout_b, k, n);
+    referenceProduct(m, n, k, a, la.rs, la.cs, la.offset, b, lb.rs, lb.cs, lb.offset, expected);
+
+    var args: abi.ArgBlock = std.mem.zeroes(abi.ArgBlock);
+    args.rank = 2;
+    args.shape[0] = @intCast(m);
+    args.shape[1] = @intCast(n);
+    args.ints[0] = @intCast(k);
+    args.mode = mode;
+    args.threads = threads;
+    args.operands[0] = .{ .offset = 0, .strides = .{ @intCast(n), 1, 0, 0, 0, 0, 0, 0 } };
+    args.operands[1] = .{ .offset = @intCast(la.offset), .strides = .{ @intCast(la.rs), @intCast(la.cs), 0, 0, 0, 0, 0, 0 } };
+    args.operands[2] = .{ .offset = @intCast(lb.offset), .strides = .{ @intCast(lb.rs), @intCast(lb.cs), 0, 0, 0, 0, 0, 0 } };
+    const status = matmulF32(rt, &args, @ptrCast(out.ptr), @ptrCast(a.ptr), @ptrCast(b.ptr));
+    try testing.expectEqual(@as(i32, 0), status);
+    for (expected, out) |want, got| {
+        if (mode == 1) {
+            try testing.expectEqual(@as(u32, @bitCast(want)), @as(u32, @bitCast(got)));
+        } else {
+            // |a|,|b| < 1, so Σ|a_k b_k| < k: the fast sum is within k·2^-23·k of the exact one.
+            const bound = @as(f32, @floatFromInt(k * k + 1)) * std.math.floatEps(f32);
+            try testing.expect(@abs(want - got) <= bound);
+        }
+    }
+}
+
+fn edgeSizes(comptime T: type) [7]usize {
+    const sizes = blocking(T);
+    const mr = sizes.mr;
+    const nr = sizes.nv * vector_bytes / @sizeOf(T);
+    return .{ 1, mr - 1, mr, mr + 1, nr - 1, nr + 1, 2 * nr + 3 };
+}
+
+test "exact matmul equals the f64 reference bit for bit around tile edges, for every layout" {
+    for (edgeSizes(f64)) |m| for (edgeSizes(f64)) |n| for ([_]usize{ 1, 2, 7, 33 }) |k| {
+        inline for (.{ Layout.row_major, Layout.transposed, Layout.reversed }) |la| {
+            try runCase(m, n, k, la, .row_major, 1, 1, &serial_runtime);
+            try runCase(m, n, k, .row_major, la, 1, 1, &serial_runtime);
+        }
+    };
+}
+
+test "exact matmul keeps its bits across KC, MC and NC block edges and thread counts" {
+    const sizes = blocking(f64);
+    const lanes = vector_bytes / @sizeOf(f64);
+    const k_edges = [_]usize{ sizes.kc - 1, sizes.kc, sizes.kc + 1, 2 * sizes.kc + 5 };
+    for (k_edges) |k| try runCase(sizes.mr + 3, 2 * sizes.nv * lanes + 1, k, .row_major, .transposed, 1, 1, &serial_runtime);
+    try runCase(sizes.mc + 5, sizes.nc + 7, sizes.kc + 9, .transposed, .row_major, 1, 1, &serial_runtime);
+    const ThreadPool = @import("../ThreadPool.zig");
+    for ([_]i32{ 1, 2, 3, 4 }) |threads| {
+        try runCase(150, 97, 300, .row_major, .row_major, 1, threads, &ThreadPool.runtime);
+        try runCase(7, 300, 513, .reversed, .transposed, 1, threads, &ThreadPool.runtime);
+    }
+}
+
+test "fast matmul stays within its bound around tile and block edges" {
+    for (edgeSizes(f32)) |m| for (edgeSizes(f32)) |n| {
+        try runCase(m, n, 17, .row_major, .row_major, 0, 1, &serial_runtime);
+        try runCase(m, n, 5, .transposed, .reversed, 0, 1, &serial_runtime);
+    };
+    const sizes = blocking(f32);
+    try runCase(sizes.mc + 1, sizes.nc + 1, sizes.kc + 1, .row_major, .row_major, 0, 1, &serial_runtime);
+    const ThreadPool = @import("../ThreadPool.zig");
+    try runCase(200, 130, 600, .row_major, .transposed, 0, 3, &ThreadPool.runtime);
+}
+
+test "K = 0 writes zeros and an empty output writes nothing" {
+    var out = [_]f32{ 5, 5, 5, 5, 5, 5 };
+    const a = [_]f32{0};
+    var args: abi.ArgBlock = std.mem.zeroes(abi.ArgBlock);
+    args.rank = 3;
+    args.shape = .{ 1, 2, 3, 0, 0, 0, 0, 0 };
+    args.operands[0] = .{ .offset = 0, .strides = .{ 6, 3, 1, 0, 0, 0, 0, 0 } };
+    for ([_]i32{ 0, 1 }) |mode| {
+        args.mode = mode;
+        try testing.expectEqual(@as(i32, 0), matmulF32(&serial_runtime, &args, @ptrCast(&out), @ptrCast(&a), @ptrCast(&a)));
+        for (out) |x| try testing.expectEqual(@as(u32, 0), @as(u32, @bitCast(x)));
+    }
+    out[0] = 5;
+    args.shape[0] = 0;
+    args.ints[0] = 4;
+    try testing.expectEqual(@as(i32, 0), matmulF32(&serial_runtime, &args, @ptrCast(&out), @ptrCast(&a), @ptrCast(&a)));
+    try testing.expectEqual(@as(f32, 5), out[0]);
+}
+
+test "a broadcast batch axis reuses one operand for every entry" {
+    // out[b] = a[b] · w for b in 0..3, with w shared (batch stride 0).
+    const m = 5;
+    const n = 9;
+    const k = 11;
+    var prng = std.Random.DefaultPrng.init(7);
+    var a: [3 * m * k]f32 = undefined;
+    var w: [k * n]f32 = undefined;
+    var out: [3 * m * n]f32 = undefined;
+    fillRandom(prng.random(), &a);
+    fillRandom(prng.random(), &w);
+    var args: abi.ArgBlock = std.mem.zeroes(abi.ArgBlock);
+    args.rank = 3;
+    args.shape = .{ 3, m, n, 0, 0, 0, 0, 0 };
+    args.ints[0] = k;
+    args.mode = 1;
+    args.threads = 2;
+    args.operands[0] = .{ .offset = 0, .strides = .{ m * n, n, 1, 0, 0, 0, 0, 0 } };
+    args.operands[1] = .{ .offset = 0, .strides = .{ m * k, k, 1, 0, 0, 0, 0, 0 } };
+    args.operands[2] = .{ .offset = 0, .strides = .{ 0, n, 1, 0, 0, 0, 0, 0 } };
+    try testing.expectEqual(@as(i32, 0), matmulF32(&serial_runtime, &args, @ptrCast(&out), @ptrCast(&a), @ptrCast(&w)));
+    var expected: [m * n]f32 = undefined;
+    for (0..3) |batch| {
+        referenceProduct(m, n, k, a[batch * m * k ..][0 .. m * k], k, 1, 0, &w, n, 1, 0, &expected);
+        for (expected, out[batch * m * n ..][0 .. m * n]) |want, got| {
+            try testing.expectEqual(@as(u32, @bitCast(want)), @as(u32, @bitCast(got)));
+        }
+    }
+}
+
+test "the register transpose transposes, at every width the variants use" {
+    inline for (.{ 2, 4, 8, 16 }) |L| {
+        var rows: [L]@Vector(L, f32) = undefined;
+        for (0..L) |i| {
+            var row: [L]f32 = undefined;
+            for (0..L) |t| row[t] = @floatFromInt(100 * i + t);
+            rows[i] = row;
+        }
+        transpose(L, &rows);
+        for (0..L) |i| {
+            const row: [L]f32 = rows[i];
+            for (0..L) |t| try testing.expectEqual(@as(f32, @floatFromInt(100 * t + i)), row[t]);
+        }
+    }
+}
+
+test "the plan splits the larger dimension only as far as the threads need" {
+    // 74 row tiles against 32 column tiles: the rows are split.
+    const one = Plan.init(1, 1024, 1024, 1024, 2, 14, 32);
+    try testing.expectEqual(@as(usize, 2), one.tasks);
+    try testing.expectEqual(@as(usize, 2), one.m_parts);
+    try testing.expectEqual(@as(usize, 1), one.n_parts);
+    try testing.expectEqual(@as(usize, 518), one.m_step);
+    const wide = Plan.init(1, 64, 4096, 512, 2, 6, 16);
+    try testing.expectEqual(@as(usize, 2), wide.n_parts);
+    try testing.expectEqual(@as(usize, 2048), wide.n_step);
+    const batched = Plan.init(8, 64, 64, 64, 4, 6, 16);
+    try testing.expectEqual(@as(usize, 1), batched.m_parts * batched.n_parts);
+    try testing.expectEqual(@as(usize, 4), batched.tasks);
+    const uneven = Plan.init(3, 600, 100, 600, 2, 6, 16);
+    try testing.expectEqual(@as(usize, 6), uneven.items);
+    const tiny = Plan.init(1, 4, 4, 4, 8, 6, 16);
+    try testing.expectEqual(@as(usize, 1), tiny.tasks);
+}

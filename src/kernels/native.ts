@@ -1,0 +1,202 @@
+/**
+ * The native kernel set: each method writes the argument block and makes one FFI call into libzigtensor's
+ * kernels (`zt_binary_f32`, `zt_unary_f32`, `zt_reduce_f32`, `zt_softmax_f32`, `zt_maxpool2d_f32` and
+ * `zt_matmul_f32`), which run the SIMD variant selected at load, across the thread pool when the work is
+ * large. No JavaScript allocation per call. The methods assume validated operands (the Tensor layer checks
+ * shapes, strides, dtypes and pooling geometry first).
+ *
+ * Exact mode gives the reference kernels' bits for every IEEE operation (`+ − × ÷`, sqrt, neg, abs, relu,
+ * max, min, comparisons, sums, max/min/argmax reductions, pooling) and, for the transcendental functions
+ * (exp, log, tanh, sigmoid, gelu, erf, pow, softmax), results within 1 ulp of the reference that are the same
+ * bits on every ISA and every thread count. Fast mode gives the same bits for the IEEE operations and keeps
+ * the transcendental ones within `FAST_ERROR_BOUNDS`.
+ *
+ * @module
+ */
+import { args } from "../native/arg_block.ts";
+import { native } from "../native/library.ts";
+import type { NativePointer } from "../native/symbols.ts";
+import { nativeMatMul } from "./matmul.ts";
+import { poolExtent } from "./reference.ts";
+import type {
+  BinaryOp,
+  ComputeSettings,
+  KernelOperand,
+  Pool2dParams,
+  ReduceOp,
+  SoftmaxOp,
+  TensorKernels,
+  UnaryOp,
+} from "./types.ts";
+
+/**
+ * The error bound of one fast-mode transcendental result against the reference: it passes when
+ * `|fast − ref| ≤ ulps · ulp(ref) · (1 + slope · arg) + abs`, where `ulp(ref)` is the spacing of f32 values
+ * at `ref` (at least 2^-149) and `arg` is the quantity named by the op's entry. NaN and infinite references
+ * are matched exactly, zero ones within `abs` or one subnormal step.
+ */
+export interface FastErrorBound {
+  readonly ulps: number;
+  readonly slope: number;
+  readonly abs: number;
+}
+
+/**
+ * The documented error bounds of fast mode, the same as `fast_bounds` in `zig/kernels/math.zig` (checked
+ * there on dense grids and in `tests/kernels_elementwise.test.ts` against the reference). For gelu `arg` is
+ * `|2u|`, `u = √(2/π)·(x + 0.044715·x³)`, the exponent whose f32 rounding the result inherits; for pow it is
+ * `|y·ln|x||`; for the others the bound is a plain ulp count (plus an absolute part for log-softmax).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { FAST_ERROR_BOUNDS } from "./native.ts";
+ * assert.ok(FAST_ERROR_BOUNDS.exp.ulps === 3 && FAST_ERROR_BOUNDS.gelu.slope === 1);
+ * ```
+ */
+export const FAST_ERROR_BOUNDS = {
+  exp: { ulps: 3, slope: 0, abs: 0 },
+  log: { ulps: 3, slope: 0, abs: 0 },
+  tanh: { ulps: 4, slope: 0, abs: 0 },
+  sigmoid: { ulps: 4, slope: 0, abs: 0 },
+  gelu: { ulps: 6, slope: 1, abs: 0 },
+  erf: { ulps: 4, slope: 0, abs: 0 },
+  pow: { ulps: 4, slope: 2, abs: 0 },
+  softmax: { ulps: 6, slope: 0, abs: 0 },
+  /** log s inherits the exponentials' f32 error: up to 2^-22 absolute, whatever the result's size. */
+  logSoftmax: { ulps: 6, slope: 0, abs: 2 ** -21 },
+} as const satisfies Record<string, FastErrorBound>;
+
+const MODE = { fast: 0, exact: 1 } as const;
+
+/** The pooling shape, reused by every call. */
+const poolShape = [0, 0, 0, 0];
+
+/**
+ * The native kernel set.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nativeKernels } from "./native.ts";
+ * import { UnaryOp } from "./types.ts";
+ * import { native } from "../native/library.ts";
+ * import { ffi } from "../native/runtime.ts";
+ * // One block: the input [1, 4, 9, 16] at offset 0 and the output at offset 4.
+ * const pointer = native.zt_pool_rent(32, 0)!;
+ * const data = new Float32Array(ffi.arrayBuffer(pointer, 32));
+ * data.set([1, 4, 9, 16]);
+ * const view = (offset: number) => ({ pointer, data, offset, strides: [1] });
+ * nativeKernels.unary(UnaryOp.Sqrt, [4], view(4), view(0), { mode: "fast", threads: 1 });
+ * assert.ok(data.subarray(4).join() === "1,2,3,4");
+ * native.zt_pool_release(pointer, 32);
+ * ```
+ */
+export const nativeKernels: TensorKernels = {
+  name: "native",
+
+  binary(
+    op: BinaryOp,
+    shape: readonly number[],
+    out: KernelOperand,
+    a: KernelOperand,
+    b: KernelOperand,
+    settings: ComputeSettings,
+  ): void {
+    args.shape(shape)
+      .operand(0, out.offset, out.strides)
+      .operand(1, a.offset, a.strides)
+      .operand(2, b.offset, b.strides)
+      .op(op, MODE[settings.mode], settings.threads);
+    native.zt_binary_f32(args.pointer, out.pointer, a.pointer, b.pointer);
+  },
+
+  unary(
+    op: UnaryOp,
+    shape: readonly number[],
+    out: KernelOperand,
+    a: KernelOperand,
+    settings: ComputeSettings,
+  ): void {
+    args.shape(shape)
+      .operand(0, out.offset, out.strides)
+      .operand(1, a.offset, a.strides)
+      .op(op, MODE[settings.mode], settings.threads);
+    native.zt_unary_f32(args.pointer, out.pointer, a.pointer);
+  },
+
+  reduce(
+    op: ReduceOp,
+    shape: readonly number[],
+    reducedAxes: number,
+    out: KernelOperand,
+    a: KernelOperand,
+    settings: ComputeSettings,
+  ): void {
+    args.shape(shape)
+      .operand(0, out.offset, out.strides)
+      .operand(1, a.offset, a.strides)
+      .op(op, MODE[settings.mode], settings.threads)
+      .int(0, reducedAxes);
+    native.zt_reduce_f32(args.pointer, out.pointer, a.pointer);
+  },
+
+  softmax(
+    op: SoftmaxOp,
+    shape: readonly number[],
+    out: KernelOperand,
+    a: KernelOperand,
+    settings: ComputeSettings,
+  ): void {
+    args.shape(shape)
+      .operand(0, out.offset, out.strides)
+      .operand(1, a.offset, a.strides)
+      .op(op, MODE[settings.mode], settings.threads);
+    native.zt_softmax_f32(args.pointer, out.pointer, a.pointer);
+  },
+
+  matMul(
+    shape: readonly number[],
+    k: number,
+    out: KernelOperand,
+    a: KernelOperand,
+    b: KernelOperand,
+    settings: ComputeSettings,
+  ): void {
+    nativeMatMul(shape, k, out, a, b, settings);
+  },
+
+  maxPool2d(
+    params: Pool2dParams,
+    out: KernelOperand,
+    x: KernelOperand,
+    indices: KernelOperand | null,
+    settings: ComputeSettings,
+  ): void {
+    const [n, c, h, w] = params.input;
+    poolShape[0] = n;
+    poolShape[1] = c;
+    poolShape[2] = poolExtent(h, params.kernel[0], params.stride[0], params.padding[0]);
+    poolShape[3] = poolExtent(w, params.kernel[1], params.stride[1], params.padding[1]);
+    args.shape(poolShape)
+      .operand(0, out.offset, out.strides)
+      .operand(1, x.offset, x.strides)
+      .op(0, MODE[settings.mode], settings.threads)
+      .int(0, params.kernel[0])
+      .int(1, params.kernel[1])
+      .int(2, params.stride[0])
+      .int(3, params.stride[1])
+      .int(4, params.padding[0])
+      .int(5, params.padding[1])
+      .int(6, h)
+      .int(7, w)
+      .int(8, indices === null ? 0 : 1);
+    if (indices !== null) args.operand(2, indices.offset, indices.strides);
+    native.zt_maxpool2d_f32(
+      args.pointer,
+      out.pointer,
+      x.pointer,
+      indices?.pointer ?? (null as unknown as NativePointer),
+    );
+  },
+};

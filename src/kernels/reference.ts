@@ -1,0 +1,494 @@
+/**
+ * The reference kernels: plain TypeScript scalar loops over strided operands, rounding to f32 after every f32
+ * operation (a `Float32Array` store rounds like `Math.fround`), accumulating sums in f64 in ascending order,
+ * with no threads. They define what every kernel means; the native kernels are tested against them.
+ *
+ * Meaning, op by op:
+ * - `+ − × ÷`, `sqrt`, `neg`, `abs`, `relu`, max, min and the comparisons are single IEEE f32 operations.
+ *   max and min return a NaN operand when there is one (the first), and order the zeros (+0 beats −0 in max);
+ *   `relu(NaN)` is NaN and `relu(−0)` is +0. Comparisons write 0/1 bytes; NaN compares unordered.
+ * - Transcendental functions are computed in f64 and rounded once: `exp`, `log`, `tanh` are `Math`'s;
+ *   `sigmoid(x) = 1/(1 + exp(−x))`; `gelu(x) = x/(1 + exp(−2u))` with `u = √(2/π)·(x + 0.044715·x³)` (the
+ *   tanh form's value, computed without its cancellation; `gelu(−∞) = −0`); `erf` is `erf64` below;
+ *   `pow` is `Math.pow` with the C99 special cases (`pow(x, ±0) = 1` and `pow(1, y) = 1` even for NaN,
+ *   `pow(−1, ±∞) = 1`).
+ * - Reductions over the trailing axes: sum and mean add in f64 in ascending row-major order and round once
+ *   (mean divides the f64 sum by the count); max and min keep the first of equal values and return the first
+ *   NaN; argmax is the row-major position within the reduced axes of the first maximum or the first NaN.
+ *   An empty sum is 0 and an empty mean NaN.
+ * - Softmax over the last axis: m = the row's maximum (NaN if the row holds one), e_i = exp(x_i − m) and
+ *   s = Σ e_i in f64 ascending; softmax y_i = f32(e_i / s), log-softmax y_i = f32((x_i − m) − log s).
+ * - Max pooling: spec 000 §9 (see `maxPool2d` below).
+ *
+ * @module
+ */
+import { referenceMatMul } from "./matmul.ts";
+import type {
+  BinaryOp,
+  ComputeSettings,
+  KernelOperand,
+  Pool2dParams,
+  ReduceOp,
+  SoftmaxOp,
+  TensorKernels,
+  UnaryOp,
+} from "./types.ts";
+
+/** √(2/π) and the cubic coefficient of the tanh form of GELU, as f64. */
+const GELU_C = 0.7978845608028654;
+const GELU_A = 0.044715;
+const TWO_OVER_SQRT_PI = 1.1283791670955126;
+
+/**
+ * erf in f64: `(2/√π)·e^(−x²)·Σ_k (2x²)^k·x / (1·3·5···(2k+1))`, a series of positive terms summed until a
+ * term falls below 2^-56 of the sum, and ±1 for |x| ≥ 4 (where erf rounds to ±1 in f32). The native exact
+ * kernel runs the same operations in the same order (`zig/kernels/math.zig`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { erf64 } from "./reference.ts";
+ * assert.ok(Math.abs(erf64(1) - 0.8427007929497149) < 1e-15);
+ * assert.ok(erf64(-5) === -1 && Object.is(erf64(-0), -0));
+ * ```
+ */
+export function erf64(x: number): number {
+  if (x !== x) return x;
+  const a = Math.abs(x);
+  const negative = x < 0 || Object.is(x, -0);
+  if (a >= 4) return negative ? -1 : 1;
+  const x2 = a * a;
+  const t = 2 * x2;
+  let term = a;
+  let sum = a;
+  let denominator = 1;
+  for (;;) {
+    denominator += 2;
+    term = term * t / denominator;
+    sum += term;
+    if (term <= sum * 2 ** -56) break;
+  }
+  const r = sum * Math.exp(-x2) * TWO_OVER_SQRT_PI;
+  return negative ? -r : r;
+}
+
+/**
+ * x^y in f64 with the C99 (and PyTorch) special cases where JavaScript's `Math.pow` differs:
+ * `pow(1, NaN) = 1` and `pow(−1, ±∞) = 1`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { pow64 } from "./reference.ts";
+ * assert.ok(pow64(1, NaN) === 1 && pow64(-1, Infinity) === 1 && pow64(2, 10) === 1024);
+ * ```
+ */
+export function pow64(x: number, y: number): number {
+  if (y === 0 || x === 1) return 1;
+  if (x === -1 && (y === Infinity || y === -Infinity)) return 1;
+  return Math.pow(x, y);
+}
+
+/**
+ * GELU in f64 as the reference defines it: `x/(1 + exp(−2u))`, `u = √(2/π)·(x + 0.044715·x³)`, which equals
+ * `0.5·x·(1 + tanh(u))`; `gelu(−∞) = −0`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { gelu64 } from "./reference.ts";
+ * assert.ok(gelu64(0) === 0 && Math.abs(gelu64(1) - 0.8411919906082768) < 1e-15);
+ * ```
+ */
+export function gelu64(x: number): number {
+  if (x === -Infinity) return -0;
+  const u = GELU_C * (x + GELU_A * (x * x * x));
+  return x / (1 + Math.exp(-2 * u));
+}
+
+function maxOf(x: number, y: number): number {
+  if (x !== x) return x;
+  if (y !== y) return y;
+  if (x > y) return x;
+  if (y > x) return y;
+  return Object.is(x, -0) ? y : x;
+}
+
+function minOf(x: number, y: number): number {
+  if (x !== x) return x;
+  if (y !== y) return y;
+  if (x < y) return x;
+  if (y < x) return y;
+  return Object.is(x, 0) ? y : x;
+}
+
+/** Binary functions by `BinaryOp` code; the f32 rounding happens in the store. */
+const BINARY: readonly ((x: number, y: number) => number)[] = [
+  (x, y) => x + y,
+  (x, y) => x - y,
+  (x, y) => x * y,
+  (x, y) => x / y,
+  maxOf,
+  minOf,
+  pow64,
+  (x, y) => x === y ? 1 : 0,
+  (x, y) => x !== y ? 1 : 0,
+  (x, y) => x < y ? 1 : 0,
+  (x, y) => x <= y ? 1 : 0,
+  (x, y) => x > y ? 1 : 0,
+  (x, y) => x >= y ? 1 : 0,
+];
+
+/** Unary functions by `UnaryOp` code; the f32 rounding happens in the store. */
+const UNARY: readonly ((x: number) => number)[] = [
+  (x) => -x,
+  Math.abs,
+  (x) => x > 0 ? x : x !== x ? x : 0,
+  Math.exp,
+  Math.log,
+  Math.sqrt,
+  Math.tanh,
+  (x) => 1 / (1 + Math.exp(-x)),
+  gelu64,
+  erf64,
+];
+
+interface Strided {
+  readonly offset: number;
+  readonly strides: readonly number[];
+}
+
+/**
+ * Calls `visit(o0, o1, o2)` for every index of `shape` in row-major order, with the element offset of that
+ * index in each of up to three operands (missing ones read 0). Nothing for an empty shape, once for rank 0.
+ */
+function walk(
+  shape: readonly number[],
+  visit: (o0: number, o1: number, o2: number) => void,
+  p: Strided,
+  q?: Strided,
+  r?: Strided,
+): void {
+  const rank = shape.length;
+  for (const extent of shape) if (extent === 0) return;
+  const index = new Array<number>(rank).fill(0);
+  let o0 = p.offset;
+  let o1 = q?.offset ?? 0;
+  let o2 = r?.offset ?? 0;
+  for (;;) {
+    visit(o0, o1, o2);
+    let axis = rank - 1;
+    for (; axis >= 0; axis--) {
+      index[axis]++;
+      o0 += p.strides[axis];
+      o1 += q?.strides[axis] ?? 0;
+      o2 += r?.strides[axis] ?? 0;
+      if (index[axis] < shape[axis]) break;
+      o0 -= shape[axis] * p.strides[axis];
+      o1 -= shape[axis] * (q?.strides[axis] ?? 0);
+      o2 -= shape[axis] * (r?.strides[axis] ?? 0);
+      index[axis] = 0;
+    }
+    if (axis < 0) return;
+  }
+}
+
+function binaryLoop(
+  op: BinaryOp,
+  shape: readonly number[],
+  out: KernelOperand,
+  a: KernelOperand,
+  b: KernelOperand,
+): void {
+  const f = BINARY[op];
+  const o = out.data;
+  const x = a.data as Float32Array;
+  const y = b.data as Float32Array;
+  walk(
+    shape,
+    (i, j, k) => {
+      o[i] = f(x[j], y[k]);
+    },
+    out,
+    a,
+    b,
+  );
+}
+
+/** One reduction over the reduced elements at `base` (in `a`), by `op`. */
+function reduceOne(
+  op: ReduceOp,
+  x: Float32Array,
+  base: number,
+  reduced: readonly number[],
+  strides: readonly number[],
+  count: number,
+): number {
+  const inner: Strided = { offset: base, strides };
+  switch (op) {
+    case 0:
+    case 1: {
+      let sum = 0;
+      walk(reduced, (j) => {
+        sum += x[j];
+      }, inner);
+      return op === 0 ? sum : sum / count;
+    }
+    case 2:
+    case 3: {
+      let best = op === 2 ? -Infinity : Infinity;
+      let nan = false;
+      walk(reduced, (j) => {
+        const v = x[j];
+        if (nan) return;
+        if (v !== v) {
+          best = v;
+          nan = true;
+        } else if (op === 2 ? v > best : v < best) {
+          best = v;
+        }
+      }, inner);
+      return best;
+    }
+    default: {
+      let best = -Infinity;
+      let index = 0;
+      let position = 0;
+      let done = false;
+      walk(reduced, (j) => {
+        const v = x[j];
+        if (done) return;
+        if (v !== v) {
+          index = position;
+          done = true;
+          return;
+        }
+        if (v > best) {
+          best = v;
+          index = position;
+        }
+        position++;
+      }, inner);
+      return index;
+    }
+  }
+}
+
+function softmaxRow(
+  op: SoftmaxOp,
+  x: Float32Array,
+  y: Float32Array,
+  xOffset: number,
+  yOffset: number,
+  len: number,
+  xStride: number,
+  yStride: number,
+): void {
+  let m = -Infinity;
+  for (let i = 0; i < len; i++) {
+    const v = x[xOffset + i * xStride];
+    if (v !== v) {
+      m = v;
+      break;
+    }
+    if (v > m) m = v;
+  }
+  let s = 0;
+  for (let i = 0; i < len; i++) s += Math.exp(x[xOffset + i * xStride] - m);
+  if (op === 0) {
+    for (let i = 0; i < len; i++) y[yOffset + i * yStride] = Math.exp(x[xOffset + i * xStride] - m) / s;
+  } else {
+    const logS = Math.log(s);
+    for (let i = 0; i < len; i++) y[yOffset + i * yStride] = (x[xOffset + i * xStride] - m) - logS;
+  }
+}
+
+/**
+ * Output extent of pooling along one axis: `floor((size + 2·pad − kernel)/stride) + 1`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { poolExtent } from "./reference.ts";
+ * assert.equal(poolExtent(5, 2, 2, 1), 3);
+ * ```
+ */
+export function poolExtent(size: number, kernel: number, stride: number, pad: number): number {
+  return Math.floor((size + 2 * pad - kernel) / stride) + 1;
+}
+
+function maxPoolWindow(
+  x: Float32Array,
+  plane: number,
+  xStrides: readonly number[],
+  y0: number,
+  y1: number,
+  x0: number,
+  x1: number,
+): [number, number, number] {
+  let best = x[plane + y0 * xStrides[2] + x0 * xStrides[3]];
+  let by = y0;
+  let bx = x0;
+  if (best !== best) return [best, by, bx];
+  for (let yy = y0; yy < y1; yy++) {
+    for (let xx = yy === y0 ? x0 + 1 : x0; xx < x1; xx++) {
+      const v = x[plane + yy * xStrides[2] + xx * xStrides[3]];
+      if (v > best || v !== v) {
+        best = v;
+        by = yy;
+        bx = xx;
+        if (v !== v) return [best, by, bx];
+      }
+    }
+  }
+  return [best, by, bx];
+}
+
+/**
+ * The reference kernel set: plain TypeScript, f64 accumulation, no threads. It serves as the oracle of the
+ * native kernels and as a fallback; `settings` changes nothing here, because it defines the meaning of both
+ * modes.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { referenceKernels } from "./reference.ts";
+ * import { BinaryOp } from "./types.ts";
+ * import type { KernelOperand } from "./types.ts";
+ * import type { NativePointer } from "../native/symbols.ts";
+ * const operand = (data: Float32Array, strides: number[]): KernelOperand =>
+ *   ({ pointer: null as unknown as NativePointer, data, offset: 0, strides });
+ * const out = new Float32Array(3);
+ * // [1, 2, 3] + 10 (broadcast with stride 0)
+ * referenceKernels.binary(
+ *   BinaryOp.Add,
+ *   [3],
+ *   operand(out, [1]),
+ *   operand(new Float32Array([1, 2, 3]), [1]),
+ *   operand(new Float32Array([10]), [0]),
+ *   { mode: "exact", threads: 1 },
+ * );
+ * assert.ok(out.join() === "11,12,13");
+ * ```
+ */
+export const referenceKernels: TensorKernels = {
+  name: "reference",
+
+  binary(
+    op: BinaryOp,
+    shape: readonly number[],
+    out: KernelOperand,
+    a: KernelOperand,
+    b: KernelOperand,
+  ): void {
+    binaryLoop(op, shape, out, a, b);
+  },
+
+  unary(op: UnaryOp, shape: readonly number[], out: KernelOperand, a: KernelOperand): void {
+    const f = UNARY[op];
+    const o = out.data as Float32Array;
+    const x = a.data as Float32Array;
+    walk(
+      shape,
+      (i, j) => {
+        o[i] = f(x[j]);
+      },
+      out,
+      a,
+    );
+  },
+
+  reduce(
+    op: ReduceOp,
+    shape: readonly number[],
+    reducedAxes: number,
+    out: KernelOperand,
+    a: KernelOperand,
+  ): void {
+    const kept = shape.length - reducedAxes;
+    const reduced = shape.slice(kept);
+    const strides = a.strides.slice(kept);
+    const count = reduced.reduce((n, extent) => n * extent, 1);
+    const x = a.data as Float32Array;
+    const o = out.data;
+    walk(
+      shape.slice(0, kept),
+      (i, base) => {
+        const value = reduceOne(op, x, base, reduced, strides, count);
+        if (op === 4) (o as BigInt64Array)[i] = BigInt(value);
+        else (o as Float32Array)[i] = value;
+      },
+      out,
+      { offset: a.offset, strides: a.strides.slice(0, kept) },
+    );
+  },
+
+  softmax(op: SoftmaxOp, shape: readonly number[], out: KernelOperand, a: KernelOperand): void {
+    const last = shape.length - 1;
+    const len = shape[last];
+    if (len === 0) return;
+    const x = a.data as Float32Array;
+    const y = out.data as Float32Array;
+    walk(
+      shape.slice(0, last),
+      (i, j) => {
+        softmaxRow(op, x, y, j, i, len, a.strides[last], out.strides[last]);
+      },
+      out,
+      a,
+    );
+  },
+
+  matMul(
+    shape: readonly number[],
+    k: number,
+    out: KernelOperand,
+    a: KernelOperand,
+    b: KernelOperand,
+    settings: ComputeSettings,
+  ): void {
+    referenceMatMul(shape, k, out, a, b, settings);
+  },
+
+  /**
+   * The window of output (oy, ox) starts at (oy·strideH − padH, ox·strideW − padW) and holds only its
+   * in-bounds positions (padding never wins), read in row-major order: the first element wins ties, a NaN
+   * wins and the first NaN is reported. Indices are flat row-major NCHW positions of the logical input.
+   */
+  maxPool2d(params: Pool2dParams, out: KernelOperand, x: KernelOperand, indices: KernelOperand | null): void {
+    const [n, c, h, w] = params.input;
+    const [kh, kw] = params.kernel;
+    const [sh, sw] = params.stride;
+    const [ph, pw] = params.padding;
+    const oh = poolExtent(h, kh, sh, ph);
+    const ow = poolExtent(w, kw, sw, pw);
+    const xd = x.data as Float32Array;
+    const od = out.data as Float32Array;
+    const id = indices?.data as Int32Array | undefined;
+    for (let ni = 0; ni < n; ni++) {
+      for (let ci = 0; ci < c; ci++) {
+        const plane = x.offset + ni * x.strides[0] + ci * x.strides[1];
+        for (let oy = 0; oy < oh; oy++) {
+          const y0 = Math.max(0, oy * sh - ph);
+          const y1 = Math.min(h, oy * sh - ph + kh);
+          for (let ox = 0; ox < ow; ox++) {
+            const x0 = Math.max(0, ox * sw - pw);
+            const x1 = Math.min(w, ox * sw - pw + kw);
+            const [best, by, bx] = maxPoolWindow(xd, plane, x.strides, y0, y1, x0, x1);
+            const position = [ni, ci, oy, ox];
+            od[at(out, position)] = best;
+            if (id !== undefined && indices !== null) {
+              id[at(indices, position)] = ((ni * c + ci) * h + by) * w + bx;
+            }
+          }
+        }
+      }
+    }
+  },
+};
+
+function at(operand: KernelOperand, index: readonly number[]): number {
+  let offset = operand.offset;
+  for (let axis = 0; axis < index.length; axis++) offset += index[axis] * operand.strides[axis];
+  return offset;
+}

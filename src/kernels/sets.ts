@@ -1,0 +1,68 @@
+/**
+ * The two complete kernel sets: compute kernels plus data movement. `nativeKernels` runs the Zig kernels of the
+ * selected ISA; `referenceKernels` is plain TypeScript and defines what every native kernel must compute.
+ *
+ * @module
+ */
+import type { KernelSet } from "./types.ts";
+import { nativeKernels as nativeCompute } from "./native.ts";
+import { referenceKernels as referenceCompute } from "./reference.ts";
+import { nativeCopy, referenceCopy } from "../movement/copy.ts";
+import { nativeCast, referenceCast } from "../movement/cast.ts";
+import { nativeFromBlocked, nativeToBlocked, referenceFromBlocked, referenceToBlocked } from "../movement/layout.ts";
+import { nativeDequantize, nativeQuantize, type QuantFormat, referenceDequantize, referenceQuantize } from "../movement/quant.ts";
+import type { DType } from "../dtype.ts";
+
+/**
+ * The native kernels (the default set).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nativeKernels } from "@zigtensor/zigtensor";
+ * assert.equal(nativeKernels.name, "native");
+ * ```
+ */
+export const nativeKernels: KernelSet = {
+  name: "native",
+  binary: nativeCompute.binary,
+  unary: nativeCompute.unary,
+  reduce: nativeCompute.reduce,
+  softmax: nativeCompute.softmax,
+  matMul: nativeCompute.matMul,
+  maxPool2d: nativeCompute.maxPool2d,
+  copy: (elementBytes, shape, out, a, settings) => nativeCopy(elementBytes, shape, out, a, settings.threads),
+  cast: (outDType, aDType, shape, out, a, settings) => nativeCast(outDType as DType, aDType as DType, shape, out, a, settings.threads),
+  toBlocked: (shape, b, bytes, out, a, settings) => nativeToBlocked(shape, b, bytes, out, a, settings.threads),
+  fromBlocked: (shape, b, bytes, out, a, settings) => nativeFromBlocked(shape, b, bytes, out, a, settings.threads),
+  quantize: (format, blocks, out, a, settings) => nativeQuantize(format as QuantFormat, blocks, out, a, settings.threads),
+  dequantize: (format, blocks, out, a, settings) => nativeDequantize(format as QuantFormat, blocks, out, a, settings.threads),
+};
+
+/**
+ * The reference kernels: scalar TypeScript loops, f64 accumulation, no threads.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { referenceKernels, Tensor, TensorCompute } from "@zigtensor/zigtensor";
+ * using a = Tensor.from([1, 2, 3]);
+ * using s = TensorCompute.run({ kernels: referenceKernels }, () => a.sum());
+ * assert.equal(s.item(), 6);
+ * ```
+ */
+export const referenceKernels: KernelSet = {
+  name: "reference",
+  binary: referenceCompute.binary,
+  unary: referenceCompute.unary,
+  reduce: referenceCompute.reduce,
+  softmax: referenceCompute.softmax,
+  matMul: referenceCompute.matMul,
+  maxPool2d: referenceCompute.maxPool2d,
+  copy: (elementBytes, shape, out, a) => referenceCopy(elementBytes, shape, out, a),
+  cast: (outDType, aDType, shape, out, a) => referenceCast(outDType as DType, aDType as DType, shape, out, a),
+  toBlocked: (shape, b, bytes, out, a) => referenceToBlocked(shape, b, bytes, out, a),
+  fromBlocked: (shape, b, bytes, out, a) => referenceFromBlocked(shape, b, bytes, out, a),
+  quantize: (format, blocks, out, a) => referenceQuantize(format as QuantFormat, blocks, out, a),
+  dequantize: (format, blocks, out, a) => referenceDequantize(format as QuantFormat, blocks, out, a),
+};

@@ -1,0 +1,438 @@
+// Conformance of the native kernels to the reference kernels: random shapes, layouts, data and settings,
+// each case run by both sets over twin outputs and compared element by element, gaps included.
+//
+// Exact mode: the same bits for every IEEE operation, reductions and pooling; within 1 ulp for the
+// transcendental functions (exp log tanh sigmoid gelu erf pow softmax), whose f64 algorithms differ from the
+// runtime's Math functions by an f64 ulp or so. Fast mode: the same bits for the IEEE operations and
+// pooling, `FAST_ERROR_BOUNDS` for the transcendental ones, and an f64 reordering bound for sums.
+// NaNs compare equal whatever their payload.
+import { FAST_ERROR_BOUNDS, type FastErrorBound, nativeKernels } from "../../src/kernels/native.ts";
+import { poolExtent, referenceKernels } from "../../src/kernels/reference.ts";
+import {
+  type ArithmeticMode,
+  BinaryOp,
+  type ComputeSettings,
+  type KernelOperand,
+  ReduceOp,
+  SoftmaxOp,
+  UnaryOp,
+} from "../../src/kernels/types.ts";
+import { type Fill, fillF32, OperandPool, randomShape, randomView, Rng, viewOffsets } from "./operands.ts";
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+function bitsOf(value: number): number {
+  f32[0] = value;
+  return u32[0];
+}
+
+/** The spacing of f32 values at `value` (at least 2^-149, the subnormal step). */
+export function ulp(value: number): number {
+  const exponent = (bitsOf(value) >>> 23) & 0xff;
+  return exponent <= 1 ? 2 ** -149 : 2 ** (exponent - 150);
+}
+
+/** How many f32 steps separate two finite values. */
+export function ulpDistance(x: number, y: number): number {
+  const ordered = (v: number) => {
+    const bits = bitsOf(v);
+    return bits >= 0x8000_0000 ? -(bits - 0x8000_0000) : bits;
+  };
+  return Math.abs(ordered(x) - ordered(y));
+}
+
+function sameValue(x: number | bigint, y: number | bigint): boolean {
+  if (typeof x === "bigint" || typeof y === "bigint") return x === y;
+  if (x !== x && y !== y) return true;
+  return bitsOf(x) === bitsOf(y) || (x === 0 && y === 0 && Object.is(x, y));
+}
+
+/** How one element is judged: `reference` and `native` values, and the case's inputs at that element. */
+export type Judge = (reference: number, native: number, k: number) => string | null;
+
+export const bitwise: Judge = (r, n) => sameValue(r, n) ? null : "bits differ";
+
+export function withinOneUlp(tally: Tally): Judge {
+  return (r, n) => {
+    if (sameValue(r, n)) return null;
+    if (r !== r || n !== n || !Number.isFinite(r) || !Number.isFinite(n)) {
+      return Math.abs(r) === Infinity && ulpDistance(r, n) <= 1 ? null : "special values differ";
+    }
+    if (ulpDistance(r, n) > 1) return `${ulpDistance(r, n)} ulps apart`;
+    tally.offByOne++;
+    return null;
+  };
+}
+
+/** The fast-mode judge of a transcendental result; `argument(k)` is the bound's `arg` at element k. */
+function withinBound(bound: FastErrorBound, argument: (k: number) => number): Judge {
+  return (r, n, k) => {
+    if (sameValue(r, n)) return null;
+    if (r !== r || !Number.isFinite(r) || r === 0) {
+      return r === 0 && Math.abs(n) <= Math.max(2 ** -149, bound.abs) ? null : "special value differs";
+    }
+    const allowed = bound.ulps * ulp(r) * (1 + bound.slope * argument(k)) + bound.abs;
+    const error = Math.abs(n - r);
+    return error <= allowed ? null : `error ${error / ulp(r)} ulps, bound ${allowed / ulp(r)}`;
+  };
+}
+
+/** Counts the report keeps while cases run. */
+export interface Tally {
+  cases: number;
+  elements: number;
+  offByOne: number;
+  failures: string[];
+  /** FNV-1a over the bits of every exact-mode native output: the same on every ISA and thread count. */
+  exactHash: number;
+}
+
+export function newTally(): Tally {
+  return { cases: 0, elements: 0, offByOne: 0, failures: [], exactHash: 0x811c9dc5 };
+}
+
+function hashBits(tally: Tally, value: number | bigint): void {
+  const bits = typeof value === "bigint"
+    ? Number(value & 0xffffffffn)
+    : value !== value
+    ? 0x7fc00000
+    : bitsOf(value);
+  tally.exactHash = Math.imul(tally.exactHash ^ bits, 16777619) >>> 0;
+}
+
+/**
+ * Compares the reference's and the native kernel's outputs: every element of the view with `judge`, and
+ * every other position of the storage bitwise (neither kernel may write outside its view).
+ */
+export function compareOutputs(
+  tally: Tally,
+  label: string,
+  shape: readonly number[],
+  reference: KernelOperand,
+  native: KernelOperand,
+  judge: Judge,
+  hash: boolean,
+): (number | bigint)[] {
+  const positions = viewOffsets(shape, reference);
+  const inView = new Uint8Array(reference.data.length);
+  const problems: string[] = [];
+  positions.forEach((p, k) => {
+    inView[p] = 1;
+    const r = reference.data[p];
+    const n = native.data[p];
+    if (hash) hashBits(tally, n);
+    const problem = typeof r === "bigint" ? (r === n ? null : "index differs") : judge(r, n as number, k);
+    if (problem !== null && problems.length < 3) {
+      problems.push(`element ${k}: reference ${r}, native ${n}: ${problem}`);
+    }
+  });
+  for (let p = 0; p < inView.length; p++) {
+    if (inView[p] === 0 && !sameValue(reference.data[p], native.data[p]) && problems.length < 3) {
+      problems.push(`position ${p} outside the view was written`);
+    }
+  }
+  tally.elements += positions.length;
+  if (problems.length > 0 && tally.failures.length < 20) {
+    tally.failures.push(`${label}: ${problems.join("; ")}`);
+  }
+  return positions.map((p) => native.data[p]);
+}
+
+/** The native outputs of a case, in the row-major order of its output view. */
+export type Outputs = (number | bigint)[];
+
+function settingsFor(rng: Rng, mode?: ArithmeticMode): ComputeSettings {
+  return { mode: mode ?? rng.pick(["fast", "exact"] as const), threads: 1 + rng.int(4) };
+}
+
+function describe(
+  kind: string,
+  op: number,
+  shape: readonly number[],
+  settings: ComputeSettings,
+  seed: number,
+): string {
+  return `${kind} op ${op} shape [${
+    shape.join(", ")
+  }] ${settings.mode} ${settings.threads} threads (seed ${seed})`;
+}
+
+const UNARY_FILL: Record<number, [Fill, number]> = {
+  [UnaryOp.Exp]: ["mixed", 100],
+  [UnaryOp.Log]: ["positive", 0],
+  [UnaryOp.Tanh]: ["mixed", 10],
+  [UnaryOp.Sigmoid]: ["mixed", 100],
+  [UnaryOp.Gelu]: ["mixed", 12],
+  [UnaryOp.Erf]: ["mixed", 5],
+};
+
+const UNARY_BOUND: Record<number, FastErrorBound> = {
+  [UnaryOp.Exp]: FAST_ERROR_BOUNDS.exp,
+  [UnaryOp.Log]: FAST_ERROR_BOUNDS.log,
+  [UnaryOp.Tanh]: FAST_ERROR_BOUNDS.tanh,
+  [UnaryOp.Sigmoid]: FAST_ERROR_BOUNDS.sigmoid,
+  [UnaryOp.Gelu]: FAST_ERROR_BOUNDS.gelu,
+  [UnaryOp.Erf]: FAST_ERROR_BOUNDS.erf,
+};
+
+/** The gelu bound's argument: |2u|, u = √(2/π)(x + 0.044715x³). */
+function geluArgument(x: number): number {
+  return Math.abs(2 * 0.7978845608028654 * (x + 0.044715 * x * x * x));
+}
+
+/** Runs one random unary case. `shape` and `mode` may be forced (the thread-count tests do). */
+export function unaryCase(
+  pool: OperandPool,
+  tally: Tally,
+  seed: number,
+  force: { shape?: number[]; mode?: ArithmeticMode; op?: UnaryOp; threads?: number } = {},
+): Outputs {
+  const rng = new Rng(seed);
+  const op = force.op ?? (rng.int(10) as UnaryOp);
+  const shape = force.shape ?? randomShape(rng, { allowEmpty: true });
+  const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
+  const a = pool.operand("f32", randomView(rng, shape, { broadcast: true }));
+  const [fill, range] = UNARY_FILL[op] ?? ["mixed", 4];
+  fillF32(rng, a.data as Float32Array, fill, range);
+  if (op === UnaryOp.Log && rng.chance(0.3)) fillF32(rng, a.data as Float32Array, "mixed", 4);
+  const outRef = pool.operand("f32", randomView(rng, shape));
+  fillF32(rng, outRef.data as Float32Array, "uniform");
+  const outNat = pool.twin(outRef);
+  referenceKernels.unary(op, shape, outRef, a, settings);
+  nativeKernels.unary(op, shape, outNat, a, settings);
+  const inputs = viewOffsets(shape, a);
+  const x = (k: number) => (a.data as Float32Array)[inputs[k]];
+  const transcendental = UNARY_BOUND[op] !== undefined;
+  const judge = !transcendental
+    ? bitwise
+    : settings.mode === "exact"
+    ? withinOneUlp(tally)
+    : withinBound(UNARY_BOUND[op], op === UnaryOp.Gelu ? (k) => geluArgument(x(k)) : () => 0);
+  tally.cases++;
+  return compareOutputs(
+    tally,
+    describe("unary", op, shape, settings, seed),
+    shape,
+    outRef,
+    outNat,
+    judge,
+    settings.mode === "exact",
+  );
+}
+
+/** Runs one random binary case. */
+export function binaryCase(
+  pool: OperandPool,
+  tally: Tally,
+  seed: number,
+  force: { shape?: number[]; mode?: ArithmeticMode; op?: BinaryOp; threads?: number } = {},
+): Outputs {
+  const rng = new Rng(seed);
+  const op = force.op ?? (rng.int(13) as BinaryOp);
+  const shape = force.shape ?? randomShape(rng, { allowEmpty: true });
+  const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
+  const a = pool.operand("f32", randomView(rng, shape, { broadcast: true }));
+  const b = pool.operand("f32", randomView(rng, shape, { broadcast: true }));
+  const comparison = op >= BinaryOp.Eq;
+  if (op === BinaryOp.Pow) {
+    fillF32(rng, a.data as Float32Array, rng.pick(["positive", "mixed", "ties"] as const), 4);
+    fillF32(rng, b.data as Float32Array, rng.pick(["uniform", "ties", "mixed"] as const), 3);
+  } else {
+    const fill = rng.pick(
+      comparison ? ["ties", "mixed"] as const : ["mixed", "wide", "ties", "uniform"] as const,
+    );
+    fillF32(rng, a.data as Float32Array, fill);
+    fillF32(rng, b.data as Float32Array, fill);
+  }
+  const outRef = pool.operand(comparison ? "u8" : "f32", randomView(rng, shape));
+  (outRef.data as Uint8Array).fill(7);
+  const outNat = pool.twin(outRef);
+  referenceKernels.binary(op, shape, outRef, a, b, settings);
+  nativeKernels.binary(op, shape, outNat, a, b, settings);
+  let judge = bitwise;
+  if (op === BinaryOp.Pow) {
+    const xs = viewOffsets(shape, a);
+    const ys = viewOffsets(shape, b);
+    const argument = (k: number) => {
+      const x = (a.data as Float32Array)[xs[k]];
+      const y = (b.data as Float32Array)[ys[k]];
+      return Math.abs(y * Math.log(Math.abs(x)));
+    };
+    judge = settings.mode === "exact" ? withinOneUlp(tally) : withinBound(FAST_ERROR_BOUNDS.pow, argument);
+  }
+  tally.cases++;
+  return compareOutputs(
+    tally,
+    describe("binary", op, shape, settings, seed),
+    shape,
+    outRef,
+    outNat,
+    judge,
+    settings.mode === "exact",
+  );
+}
+
+/** Runs one random reduction case. */
+export function reduceCase(
+  pool: OperandPool,
+  tally: Tally,
+  seed: number,
+  force: { shape?: number[]; reduced?: number; mode?: ArithmeticMode; op?: ReduceOp; threads?: number } = {},
+): Outputs {
+  const rng = new Rng(seed);
+  const op = force.op ?? (rng.int(5) as ReduceOp);
+  const shape = force.shape ?? randomShape(rng, { allowEmpty: op <= ReduceOp.Mean });
+  const reduced = force.reduced ?? rng.int(shape.length + 1);
+  const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
+  const kept = shape.slice(0, shape.length - reduced);
+  const a = pool.operand("f32", randomView(rng, shape, { broadcast: true }));
+  fillF32(
+    rng,
+    a.data as Float32Array,
+    op <= ReduceOp.Mean ? rng.pick(["mixed", "wide", "uniform"] as const) : "ties",
+  );
+  const outRef = pool.operand(op === ReduceOp.ArgMax ? "i64" : "f32", randomView(rng, kept));
+  if (op === ReduceOp.ArgMax) (outRef.data as BigInt64Array).fill(-7n);
+  else fillF32(rng, outRef.data as Float32Array, "uniform");
+  const outNat = pool.twin(outRef);
+  referenceKernels.reduce(op, shape, reduced, outRef, a, settings);
+  nativeKernels.reduce(op, shape, reduced, outNat, a, settings);
+  let judge = bitwise;
+  if (op <= ReduceOp.Mean && settings.mode === "fast") {
+    // Fast sums add in f64 lanes: within count·2^-52·Σ|x| of the ordered f64 sum before the f32 rounding.
+    const count = shape.slice(kept.length).reduce((n, e) => n * e, 1);
+    const bases = viewOffsets(kept, { offset: a.offset, strides: a.strides.slice(0, kept.length) });
+    const inner = { offset: 0, strides: a.strides.slice(kept.length) };
+    const innerOffsets = viewOffsets(shape.slice(kept.length), inner);
+    judge = (r, n, k) => {
+      if (sameValue(r, n)) return null;
+      let absSum = 0;
+      for (const o of innerOffsets) absSum += Math.abs((a.data as Float32Array)[bases[k] + o]);
+      if (op === ReduceOp.Mean) absSum /= count;
+      const allowed = ulp(r) + count * 2 ** -52 * absSum;
+      return Math.abs(n - r) <= allowed ? null : `sum error ${Math.abs(n - r)} above ${allowed}`;
+    };
+  }
+  tally.cases++;
+  return compareOutputs(
+    tally,
+    describe(`reduce (${reduced} axes)`, op, shape, settings, seed),
+    kept,
+    outRef,
+    outNat,
+    judge,
+    settings.mode === "exact",
+  );
+}
+
+/** Runs one random softmax case. */
+export function softmaxCase(
+  pool: OperandPool,
+  tally: Tally,
+  seed: number,
+  force: { shape?: number[]; mode?: ArithmeticMode; op?: SoftmaxOp; threads?: number } = {},
+): Outputs {
+  const rng = new Rng(seed);
+  const op = force.op ?? (rng.int(2) as SoftmaxOp);
+  const shape = force.shape ?? randomShape(rng, { minRank: 1, allowEmpty: true });
+  const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
+  const a = pool.operand("f32", randomView(rng, shape, { broadcast: true }));
+  fillF32(
+    rng,
+    a.data as Float32Array,
+    rng.pick(["uniform", "mixed", "ties"] as const),
+    rng.pick([4, 30, 200]),
+  );
+  const outRef = pool.operand("f32", randomView(rng, shape));
+  fillF32(rng, outRef.data as Float32Array, "uniform");
+  const outNat = pool.twin(outRef);
+  referenceKernels.softmax(op, shape, outRef, a, settings);
+  nativeKernels.softmax(op, shape, outNat, a, settings);
+  const bound = op === SoftmaxOp.Softmax ? FAST_ERROR_BOUNDS.softmax : FAST_ERROR_BOUNDS.logSoftmax;
+  const judge = settings.mode === "exact" ? withinOneUlp(tally) : withinBound(bound, () => 0);
+  tally.cases++;
+  return compareOutputs(
+    tally,
+    describe("softmax", op, shape, settings, seed),
+    shape,
+    outRef,
+    outNat,
+    judge,
+    settings.mode === "exact",
+  );
+}
+
+/** Runs one random max-pooling case (values and, when asked, indices must match bitwise). */
+export function poolCase(
+  pool: OperandPool,
+  tally: Tally,
+  seed: number,
+  force: { input?: [number, number, number, number]; mode?: ArithmeticMode; threads?: number } = {},
+): Outputs {
+  const rng = new Rng(seed);
+  const input = force.input ?? [1 + rng.int(2), 1 + rng.int(3), 1 + rng.int(12), 1 + rng.int(12)];
+  const [n, c, h, w] = input;
+  const kernel: [number, number] = [1 + rng.int(Math.min(h, 4)), 1 + rng.int(Math.min(w, 4))];
+  const stride: [number, number] = [1 + rng.int(3), 1 + rng.int(3)];
+  const padding: [number, number] = [rng.int(kernel[0]), rng.int(kernel[1])];
+  const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
+  const params = { input, kernel, stride, padding } as const;
+  const outShape = [
+    n,
+    c,
+    poolExtent(h, kernel[0], stride[0], padding[0]),
+    poolExtent(w, kernel[1], stride[1], padding[1]),
+  ];
+  const x = pool.operand("f32", randomView(rng, input, { broadcast: true }));
+  fillF32(rng, x.data as Float32Array, rng.pick(["ties", "mixed", "uniform"] as const));
+  const outView = randomView(rng, outShape);
+  const outRef = pool.operand("f32", outView);
+  fillF32(rng, outRef.data as Float32Array, "uniform");
+  const outNat = pool.twin(outRef);
+  const want = rng.chance(0.7);
+  const indRef = want ? pool.operand("i32", rng.chance(0.5) ? outView : randomView(rng, outShape)) : null;
+  if (indRef !== null) (indRef.data as Int32Array).fill(-7);
+  const indNat = indRef === null ? null : pool.twin(indRef);
+  referenceKernels.maxPool2d(params, outRef, x, indRef, settings);
+  nativeKernels.maxPool2d(params, outNat, x, indNat, settings);
+  const label = `maxPool2d input [${input}] kernel [${kernel}] stride [${stride}] padding [${padding}] ` +
+    `${settings.mode} ${settings.threads} threads (seed ${seed})`;
+  tally.cases++;
+  const values = compareOutputs(tally, label, outShape, outRef, outNat, bitwise, settings.mode === "exact");
+  if (indRef === null || indNat === null) return values;
+  return values.concat(compareOutputs(tally, `${label} indices`, outShape, indRef, indNat, bitwise, true));
+}
+
+/** Everything one conformance run checked, as the ISA child process reports it. */
+export interface ConformanceReport {
+  cases: number;
+  elements: number;
+  offByOne: number;
+  failures: string[];
+  exactHash: number;
+}
+
+/** `count` random cases of every kernel family from `seed` on, in a fixed order. */
+export function conformanceRun(seed: number, count: number): ConformanceReport {
+  const tally = newTally();
+  const pool = new OperandPool();
+  try {
+    for (let i = 0; i < count; i++) {
+      binaryCase(pool, tally, seed + 5 * i);
+      unaryCase(pool, tally, seed + 5 * i + 1);
+      reduceCase(pool, tally, seed + 5 * i + 2);
+      softmaxCase(pool, tally, seed + 5 * i + 3);
+      poolCase(pool, tally, seed + 5 * i + 4);
+      if (i % 16 === 15) pool.release();
+    }
+  } finally {
+    pool.release();
+  }
+  return tally;
+}
+
+/** Whether two runs' outputs are the same bits (NaNs equal). */
+export function sameOutputs(x: Outputs, y: Outputs): boolean {
+  return x.length === y.length && x.every((v, i) => sameValue(v, y[i]));
+}

@@ -1,0 +1,268 @@
+// Native blocks, random strided operands and value generators for the data movement tests. Run as a script
+// (a child of movement_convert.test.ts, with ZIGTENSOR_ISA set) it compares the selected variant's bulk
+// f16/bf16 conversions with the TypeScript rules and prints one JSON line.
+import { native } from "../../src/native/library.ts";
+import { ffi } from "../../src/native/runtime.ts";
+import type { KernelOperand } from "../../src/kernels/types.ts";
+import type { TypedArray } from "../../src/dtype.ts";
+
+/** A rented native block with one ArrayBuffer over it, released (and detached) on dispose. */
+export class NativeBlock implements Disposable {
+  readonly pointer: KernelOperand["pointer"];
+  readonly bytes: number;
+  readonly buffer: ArrayBuffer;
+
+  constructor(bytes: number) {
+    this.bytes = Math.max(8, bytes);
+    const pointer = native.zt_pool_rent(this.bytes, 1);
+    if (pointer === null) throw new Error(`out of native memory renting ${bytes} bytes`);
+    this.pointer = pointer;
+    this.buffer = ffi.arrayBuffer(pointer, this.bytes);
+  }
+
+  /** An operand over the whole block as `ctor` elements. */
+  operand(
+    ctor: new (buffer: ArrayBuffer) => TypedArray,
+    offset = 0,
+    strides: readonly number[] = [],
+  ): KernelOperand {
+    return { pointer: this.pointer, data: new ctor(this.buffer), offset, strides };
+  }
+
+  bytesView(): Uint8Array {
+    return new Uint8Array(this.buffer);
+  }
+
+  [Symbol.dispose](): void {
+    this.buffer.transfer(0);
+    native.zt_pool_release(this.pointer, this.bytes);
+  }
+}
+
+/** A small seeded generator (mulberry32): the same cases in every runtime and run. */
+export class Random {
+  #state: number;
+
+  constructor(seed: number) {
+    this.#state = seed >>> 0;
+  }
+
+  /** A uniform unsigned 32-bit integer. */
+  u32(): number {
+    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
+    let t = this.#state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (t ^ (t >>> 14)) >>> 0;
+  }
+
+  /** A uniform integer in [0, n). */
+  below(n: number): number {
+    return Math.floor((this.u32() / 2 ** 32) * n);
+  }
+
+  bool(): boolean {
+    return (this.u32() & 1) === 1;
+  }
+
+  shuffle<T>(items: T[]): T[] {
+    for (let i = items.length - 1; i > 0; i--) {
+      const j = this.below(i + 1);
+      [items[i], items[j]] = [items[j], items[i]];
+    }
+    return items;
+  }
+}
+
+/** Strides and offset of a random view over `shape`, and the storage length it needs. */
+export interface RandomLayout {
+  readonly offset: number;
+  readonly strides: number[];
+  readonly capacity: number;
+}
+
+/**
+ * A random strided layout of `shape`: axes in a random memory order, random signs, gaps between axes, a
+ * random start; with `allowZero`, some axes broadcast (stride 0).
+ */
+export function randomLayout(random: Random, shape: readonly number[], allowZero: boolean): RandomLayout {
+  const strides = new Array<number>(shape.length).fill(0);
+  let step = 1 + random.below(2);
+  let low = 0;
+  let high = 0;
+  for (const axis of random.shuffle([...shape.keys()])) {
+    if (allowZero && random.below(5) === 0) continue;
+    const negative = random.bool();
+    strides[axis] = negative ? -step : step;
+    const reach = Math.max(shape[axis] - 1, 0) * step;
+    if (negative) low -= reach;
+    else high += reach;
+    step *= Math.max(shape[axis], 1) + random.below(2);
+  }
+  const offset = -low + random.below(3);
+  return { offset, strides, capacity: offset + high + 1 };
+}
+
+/** The contiguous row-major strides of `shape`. */
+export function contiguousStridesOf(shape: readonly number[]): number[] {
+  const strides = new Array<number>(shape.length);
+  let step = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    strides[i] = step;
+    step *= shape[i];
+  }
+  return strides;
+}
+
+/** The number of elements of `shape`. */
+export function sizeOf(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+/** Index of the first differing byte of two views, or -1. */
+export function firstDifference(a: Uint8Array, b: Uint8Array): number {
+  if (a.length !== b.length) return Math.min(a.length, b.length);
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return i;
+  return -1;
+}
+
+/**
+ * f32 bit patterns that stress a conversion to a 16-bit format: every tie between two neighbouring values of
+ * the format (`decode` gives the value of a positive finite pattern, `top` is the first non-finite one), the
+ * f32 values one ulp either side of each tie, random patterns, patterns with exponents near the format's
+ * range, and NaNs with random payloads; both signs. At least `count` patterns.
+ */
+export function stressPatterns(
+  random: Random,
+  count: number,
+  decode: (bits: number) => number,
+  top: number,
+): Uint32Array {
+  const out: number[] = [];
+  const f32 = new Float32Array(1);
+  const u32 = new Uint32Array(f32.buffer);
+  for (let k = 0; k < top; k++) {
+    const next = k + 1 === top ? 2 * decode(k) - decode(k - 1) : decode(k + 1);
+    f32[0] = (decode(k) + next) / 2;
+    const tie = u32[0];
+    for (const bits of [tie, tie - 1, tie + 1]) out.push(bits >>> 0, (bits | 0x80000000) >>> 0);
+  }
+  while (out.length < count) {
+    const r = random.u32();
+    switch (out.length % 4) {
+      case 0:
+        out.push(r);
+        break;
+      case 1:
+        // Exponents from 2^-30 to 2^20 (around the f16 range), random mantissa and sign.
+        out.push(((r & 0x807fffff) | ((97 + random.below(51)) << 23)) >>> 0);
+        break;
+      case 2:
+        // bf16-style near ties: the low 16 bits close to 0x8000.
+        out.push(((r & 0xffff0000) | (0x7ffe + random.below(5))) >>> 0);
+        break;
+      default:
+        out.push(random.below(64) === 0 ? ((r | 0x7f800001) >>> 0) : r);
+    }
+  }
+  return Uint32Array.from(out);
+}
+
+/** The value of a positive finite binary16 pattern, decoded independently of the §10 code. */
+export function decodeF16(h: number): number {
+  const e = (h >>> 10) & 0x1f;
+  const m = h & 0x3ff;
+  return e === 0 ? m * 2 ** -24 : (1 + m / 1024) * 2 ** (e - 15);
+}
+
+/** The value of a positive finite bfloat16 pattern, decoded independently. */
+export function decodeBf16(b: number): number {
+  const e = (b >>> 7) & 0xff;
+  const m = b & 0x7f;
+  return e === 0 ? m * 2 ** -133 : (1 + m / 128) * 2 ** (e - 127);
+}
+
+// --- child mode: bulk conversions of the variant forced by ZIGTENSOR_ISA against TypeScript ---
+
+async function childMain(): Promise<void> {
+  const { kernelInfo } = await import("../../src/kernel_info.ts");
+  const { nativeCast } = await import("../../src/movement/cast.ts");
+  const convert = await import("../../src/movement/convert.ts");
+  const random = new Random(0xc0ffee);
+  const mismatches: Record<string, number> = {};
+  const compare = (name: string, got: ArrayLike<number>, expected: (i: number) => number, n: number) => {
+    let bad = 0;
+    for (let i = 0; i < n; i++) if (got[i] !== expected(i)) bad++;
+    mismatches[name] = (mismatches[name] ?? 0) + bad;
+  };
+  // All 65536 16-bit patterns to f32, on 1 and 4 threads, contiguous and reversed.
+  using halves = new NativeBlock(2 * 65536);
+  using wide = new NativeBlock(4 * 65536);
+  const h16 = new Uint16Array(halves.buffer);
+  for (let i = 0; i < 65536; i++) h16[i] = i;
+  const w32 = new Uint32Array(wide.buffer);
+  for (
+    const [dtype, name, rule] of [[10, "f16", convert.f16BitsToF32Bits], [
+      16,
+      "bf16",
+      convert.bf16BitsToF32Bits,
+    ]] as const
+  ) {
+    for (const threads of [1, 4]) {
+      nativeCast(
+        1,
+        dtype,
+        [65536],
+        wide.operand(Uint32Array, 0, [1]),
+        halves.operand(Uint16Array, 0, [1]),
+        threads,
+      );
+      compare(`${name}->f32`, w32, (i) => rule(i), 65536);
+    }
+    nativeCast(
+      1,
+      dtype,
+      [65536],
+      wide.operand(Uint32Array, 0, [1]),
+      halves.operand(Uint16Array, 65535, [-1]),
+      2,
+    );
+    compare(`${name}->f32 reversed`, w32, (i) => rule(65535 - i), 65536);
+  }
+  // f32 stress patterns (ties of both formats, random, NaN) to f16 and bf16.
+  const n = 1 << 20;
+  const patterns = stressPatterns(random, n, decodeF16, 0x7c00);
+  const more = stressPatterns(random, 1 << 17, decodeBf16, 0x7f80);
+  using src = new NativeBlock(4 * (n + more.length));
+  using dst = new NativeBlock(2 * (n + more.length));
+  const s32 = new Uint32Array(src.buffer);
+  s32.set(patterns.subarray(0, n));
+  s32.set(more, n);
+  const total = n + more.length;
+  const d16 = new Uint16Array(dst.buffer);
+  for (
+    const [dtype, name, rule] of [[10, "f32->f16", convert.f32BitsToF16Bits], [
+      16,
+      "f32->bf16",
+      convert.f32BitsToBf16Bits,
+    ]] as const
+  ) {
+    for (const threads of [1, 3]) {
+      nativeCast(
+        dtype,
+        1,
+        [total],
+        dst.operand(Uint16Array, 0, [1]),
+        src.operand(Uint32Array, 0, [1]),
+        threads,
+      );
+      compare(name, d16, (i) => rule(s32[i]), total);
+    }
+    // Odd offsets and lengths reach the scalar head and tail of the vector loops.
+    nativeCast(dtype, 1, [1001], dst.operand(Uint16Array, 3, [1]), src.operand(Uint32Array, 5, [1]), 1);
+    compare(`${name} unaligned`, d16.subarray(3), (i) => rule(s32[5 + i]), 1001);
+  }
+  console.log(JSON.stringify({ isa: kernelInfo().isa, mismatches }));
+}
+
+if ((import.meta as { main?: boolean }).main) await childMain();
