@@ -5,6 +5,7 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ActivationScope, ops, Tensor } from "@zigtensor/zigtensor";
  * using w = Tensor.from([1, 2, 3, 4], [2, 2]).withRequiresGrad();
  * {
@@ -12,7 +13,7 @@
  *   const loss = ops.sum(w.mul(w).mul(0.5).sub(w));
  *   loss.backward();
  * }
- * console.assert(w.grad!.toArray().join() === "0,1,2,3");
+ * assert.ok(w.grad!.toArray().join() === "0,1,2,3");
  * ```
  *
  * @module

@@ -6,7 +6,7 @@ import { ActivationScope, BufferPool, GradMode, kernelInfo, ops, Tensor } from "
 
 const SAMPLES_PER_CLASS = 200;
 const HIDDEN = 64;
-const STEPS = 400;
+const STEPS = 600;
 const LEARNING_RATE = 0.5;
 
 /** Two interleaved spirals: points as [N, 2] F32 and labels as [N] I32. */
@@ -19,7 +19,7 @@ function spirals(seed: number): { points: Tensor; labels: Tensor } {
     for (let i = 0; i < SAMPLES_PER_CLASS; i++) {
       const n = c * SAMPLES_PER_CLASS + i;
       const r = i / SAMPLES_PER_CLASS;
-      const angle = 3 * Math.PI * r + c * Math.PI;
+      const angle = 2 * Math.PI * r + c * Math.PI;
       xy[2 * n] = r * Math.cos(angle) + 0.03 * jitter[2 * n];
       xy[2 * n + 1] = r * Math.sin(angle) + 0.03 * jitter[2 * n + 1];
       labels[n] = c;
@@ -58,7 +58,11 @@ function accuracy(): number {
   return right / truth.length;
 }
 
-console.log(`zigtensor ${kernelInfo().isa} kernels on ${kernelInfo().runtime}; ${points.shape[0]} points, hidden ${HIDDEN}`);
+console.log(
+  `zigtensor ${kernelInfo().isa} kernels on ${kernelInfo().runtime}; ${
+    points.shape[0]
+  } points, hidden ${HIDDEN}`,
+);
 let osBytesAfterWarmup = 0;
 let firstLoss = NaN;
 let lastLoss = NaN;
@@ -75,12 +79,16 @@ for (let step = 0; step < STEPS; step++) {
     }
   });
   if (step === 5) osBytesAfterWarmup = BufferPool.default.stats().osBytes;
-  if (step % 50 === 0 || step === STEPS - 1) console.log(`step ${String(step).padStart(3)}  loss ${lastLoss.toFixed(4)}`);
+  if (step % 50 === 0 || step === STEPS - 1) {
+    console.log(`step ${String(step).padStart(3)}  loss ${lastLoss.toFixed(4)}`);
+  }
 }
 
 const finalAccuracy = accuracy();
 const grownBytes = BufferPool.default.stats().osBytes - osBytesAfterWarmup;
-console.log(`loss ${firstLoss.toFixed(4)} -> ${lastLoss.toFixed(4)}, accuracy ${(100 * finalAccuracy).toFixed(1)}%`);
+console.log(
+  `loss ${firstLoss.toFixed(4)} -> ${lastLoss.toFixed(4)}, accuracy ${(100 * finalAccuracy).toFixed(1)}%`,
+);
 console.log(`native memory obtained after warm-up: ${grownBytes} bytes`);
 for (const t of [points, labels, ...parameters]) t.dispose();
 if (!(lastLoss < 0.5 * firstLoss) || finalAccuracy < 0.9 || grownBytes !== 0) {

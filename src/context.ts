@@ -35,12 +35,13 @@ export function kernels(): KernelSet {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { nativeKernels, referenceKernels, setDefaultKernels, Tensor } from "@zigtensor/zigtensor";
  * setDefaultKernels(referenceKernels);
  * using a = Tensor.from([1, 2]);
  * using b = a.add(a);
  * setDefaultKernels(nativeKernels);
- * console.assert(b.toArray().join() === "2,4");
+ * assert.ok(b.toArray().join() === "2,4");
  * ```
  */
 export function setDefaultKernels(set: KernelSet): void {
@@ -76,12 +77,13 @@ export function computeSettings(): ComputeSettings {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { TensorCompute } from "@zigtensor/zigtensor";
  * const inside = await TensorCompute.run({ mode: "exact", threads: 1 }, async () => {
  *   await Promise.resolve();
  *   return `${TensorCompute.mode}/${TensorCompute.threads}`;
  * });
- * console.assert(inside === "exact/1");
+ * assert.ok(inside === "exact/1");
  * ```
  */
 export const TensorCompute = {
@@ -146,15 +148,16 @@ export function gradEnabled(): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { GradMode } from "@zigtensor/zigtensor";
- * console.assert(GradMode.isEnabled);
+ * assert.ok(GradMode.isEnabled);
  * const inside = GradMode.noGrad(() => GradMode.isEnabled);
- * console.assert(inside === false && GradMode.isEnabled);
+ * assert.ok(inside === false && GradMode.isEnabled);
  * {
  *   using _ = GradMode.disable();
- *   console.assert(!GradMode.isEnabled);
+ *   assert.ok(!GradMode.isEnabled);
  * }
- * console.assert(GradMode.isEnabled);
+ * assert.ok(GradMode.isEnabled);
  * ```
  */
 export const GradMode = {

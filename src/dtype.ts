@@ -135,10 +135,11 @@ export function dtypeInfo(dtype: number, op = "dtype"): DTypeInfo {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { DType } from "@zigtensor/zigtensor";
- * console.assert(DType.F32 === 1 && DType.BF16 === 16);
- * console.assert(DType.byteSize(DType.F16) === 2 && DType.isFloat(DType.BF16));
- * console.assert(DType.fromOnnx(7) === DType.I64 && DType.onnxName(8) === "STRING");
+ * assert.ok(DType.F32 === 1 && DType.BF16 === 16);
+ * assert.ok(DType.byteSize(DType.F16) === 2 && DType.isFloat(DType.BF16));
+ * assert.ok(DType.fromOnnx(7) === DType.I64 && DType.onnxName(8) === "STRING");
  * ```
  */
 export const DType = {
@@ -165,11 +166,12 @@ export const DType = {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DType, DTypeError } from "@zigtensor/zigtensor";
    * try {
    *   DType.fromOnnx(14);
    * } catch (error) {
-   *   console.assert(error instanceof DTypeError && error.message.includes("COMPLEX64"));
+   *   assert.ok(error instanceof DTypeError && error.message.includes("COMPLEX64"));
    * }
    * ```
    */

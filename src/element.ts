@@ -9,6 +9,7 @@
 import { DTypeError } from "./errors.ts";
 import type { DTypeInfo, TypedArray } from "./dtype.ts";
 import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "./movement/convert.ts";
+import { roundInteger } from "./movement/cast.ts";
 
 /** A JS value an element reads as: a number, or a bigint for I64/U64. */
 export type ElementValue = number | bigint;
@@ -58,8 +59,12 @@ export function encodeElement(info: DTypeInfo, value: ElementValue | boolean, op
     if (info.name in INT_RANGES) return wrapInt(info, value);
     if (info.name === "Bool") return value !== 0n ? 1 : 0;
     // Integer → float rounds once, to nearest even at the target's precision.
-    const rounded = roundBigInt(value, FLOAT_PRECISION[info.name]);
-    return info.name === "F16" ? f32ToF16Bits(rounded) : info.name === "BF16" ? f32ToBf16Bits(rounded) : rounded;
+    const rounded = roundInteger(value, FLOAT_PRECISION[info.name]);
+    return info.name === "F16"
+      ? f32ToF16Bits(rounded)
+      : info.name === "BF16"
+      ? f32ToBf16Bits(rounded)
+      : rounded;
   }
   const n = typeof value === "boolean" ? (value ? 1 : 0) : value;
   switch (info.name) {
@@ -81,21 +86,6 @@ export function encodeElement(info: DTypeInfo, value: ElementValue | boolean, op
 
 /** Significand bits of the float dtypes. */
 const FLOAT_PRECISION: Record<string, number> = { F32: 24, F64: 53, F16: 11, BF16: 8 };
-
-/** `value` rounded to the nearest number with `bits` significant bits, ties to even (exact as an f64). */
-export function roundBigInt(value: bigint, bits: number): number {
-  const negative = value < 0n;
-  const magnitude = negative ? -value : value;
-  const length = magnitude.toString(2).length;
-  if (length <= bits) return Number(value);
-  const shift = BigInt(length - bits);
-  let kept = magnitude >> shift;
-  const rest = magnitude - (kept << shift);
-  const half = 1n << (shift - 1n);
-  if (rest > half || (rest === half && (kept & 1n) === 1n)) kept += 1n;
-  const result = Number(kept) * 2 ** Number(shift);
-  return negative ? -result : result;
-}
 
 function wrapInt(info: DTypeInfo, value: bigint): number {
   const bits = 8 * info.blockBytes;

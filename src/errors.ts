@@ -10,9 +10,10 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { TensorShapeError } from "@zigtensor/zigtensor";
  * const error = new TensorShapeError("reshape", "cannot reshape 6 elements into [4]", [[6], [4]]);
- * console.assert(error instanceof RangeError && error.op === "reshape");
+ * assert.ok(error instanceof RangeError && error.op === "reshape");
  * ```
  */
 export class TensorShapeError extends RangeError {
@@ -35,9 +36,10 @@ export class TensorShapeError extends RangeError {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { DTypeError } from "@zigtensor/zigtensor";
  * const error = new DTypeError("fromOnnx", "ONNX type STRING (8) is not supported");
- * console.assert(error instanceof TypeError && error.message.includes("STRING"));
+ * assert.ok(error instanceof TypeError && error.message.includes("STRING"));
  * ```
  */
 export class DTypeError extends TypeError {
@@ -57,9 +59,10 @@ export class DTypeError extends TypeError {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { StaleTensorError } from "@zigtensor/zigtensor";
  * const error = new StaleTensorError("get");
- * console.assert(error instanceof TypeError && error.op === "get");
+ * assert.ok(error instanceof TypeError && error.op === "get");
  * ```
  */
 export class StaleTensorError extends TypeError {
@@ -81,9 +84,10 @@ export class StaleTensorError extends TypeError {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { TensorVersionError } from "@zigtensor/zigtensor";
  * const error = new TensorVersionError("Mul", 0, 1);
- * console.assert(error.savedVersion === 0 && error.currentVersion === 1);
+ * assert.ok(error.savedVersion === 0 && error.currentVersion === 1);
  * ```
  */
 export class TensorVersionError extends Error {
@@ -113,9 +117,10 @@ export class TensorVersionError extends Error {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { NativeLibraryError } from "@zigtensor/zigtensor";
  * const error = new NativeLibraryError("no library at /nowhere");
- * console.assert(error.name === "NativeLibraryError");
+ * assert.ok(error.name === "NativeLibraryError");
  * ```
  */
 export class NativeLibraryError extends Error {
@@ -131,9 +136,10 @@ export class NativeLibraryError extends Error {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { BufferOverrunError } from "@zigtensor/zigtensor";
  * const error = new BufferOverrunError("release", 5, 40);
- * console.assert(error.bytesPastEnd === 5 && error.message.includes("5 bytes past the end"));
+ * assert.ok(error.bytesPastEnd === 5 && error.message.includes("5 bytes past the end"));
  * ```
  */
 export class BufferOverrunError extends Error {

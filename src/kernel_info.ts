@@ -37,9 +37,10 @@ export function hardwareThreads(): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { kernelInfo } from "@zigtensor/zigtensor";
  * const info = kernelInfo();
- * console.assert(info.variants.includes(info.isa) && info.supported.includes(info.isa));
+ * assert.ok(info.variants.includes(info.isa) && info.supported.includes(info.isa));
  * ```
  */
 export function kernelInfo(): KernelInfo {

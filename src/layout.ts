@@ -15,7 +15,11 @@ export interface Layout {
 }
 
 function layout(kind: Layout["kind"], blockSize = 0): Layout {
-  return Object.freeze({ kind, blockSize, toString: () => (kind === "nchwc" ? `NchwC(${blockSize})` : kind.toUpperCase()) });
+  return Object.freeze({
+    kind,
+    blockSize,
+    toString: () => (kind === "nchwc" ? `NchwC(${blockSize})` : kind.toUpperCase()),
+  });
 }
 
 const blocked = new Map<number, Layout>();
@@ -25,11 +29,12 @@ const blocked = new Map<number, Layout>();
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Layout, Tensor } from "@zigtensor/zigtensor";
  * using x = Tensor.zeros([1, 3, 4, 4]);
- * console.assert(x.layout === Layout.Nchw);
+ * assert.ok(x.layout === Layout.Nchw);
  * using y = x.toLayout(Layout.Nhwc);
- * console.assert(y.layout === Layout.Nhwc && y.strides.join() === "48,1,12,3");
+ * assert.ok(y.layout === Layout.Nhwc && y.strides.join() === "48,1,12,3");
  * ```
  */
 export const Layout = {
@@ -39,7 +44,10 @@ export const Layout = {
   /** The blocked NchwC(B) layout, B in 1 … 256. */
   nchwc(blockSize: number): Layout {
     if (!Number.isInteger(blockSize) || blockSize < 1 || blockSize > 256) {
-      throw new TensorShapeError("Layout.nchwc", `the block size must be an integer in 1 to 256, got ${String(blockSize)}`);
+      throw new TensorShapeError(
+        "Layout.nchwc",
+        `the block size must be an integer in 1 to 256, got ${String(blockSize)}`,
+      );
     }
     let value = blocked.get(blockSize);
     if (value === undefined) {
@@ -51,7 +59,11 @@ export const Layout = {
 } as const;
 
 /** Whether `strides` are the row-major strides of `shape` permuted by `order`, ignoring extent-1 axes. */
-function matchesOrder(shape: readonly number[], strides: readonly number[], order: readonly number[]): boolean {
+function matchesOrder(
+  shape: readonly number[],
+  strides: readonly number[],
+  order: readonly number[],
+): boolean {
   let step = 1;
   for (let i = order.length - 1; i >= 0; i--) {
     const axis = order[i];

@@ -65,10 +65,11 @@ function readU64s(words: Uint32Array, count: number): number[] {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { BufferPool } from "@zigtensor/zigtensor";
  * const stats = BufferPool.default.stats();
- * console.assert(stats.osBytes === stats.rentedBytes + stats.idleBytes);
- * console.assert(BufferPool.sizeClass(1000) === 1024);
+ * assert.ok(stats.osBytes === stats.rentedBytes + stats.idleBytes);
+ * assert.ok(BufferPool.sizeClass(1000) === 1024);
  * ```
  */
 export class BufferPool {
@@ -87,9 +88,10 @@ export class BufferPool {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { BufferPool } from "@zigtensor/zigtensor";
-   * console.assert(BufferPool.sizeClass(0) === 64 && BufferPool.sizeClass(257) === 320);
-   * console.assert(BufferPool.sizeClass(2 ** 31 - 1) === 2 ** 31);
+   * assert.ok(BufferPool.sizeClass(0) === 64 && BufferPool.sizeClass(257) === 320);
+   * assert.ok(BufferPool.sizeClass(2 ** 31 - 1) === 2 ** 31);
    * ```
    */
   static sizeClass(byteLength: number): number {
@@ -102,9 +104,10 @@ export class BufferPool {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { BufferPool } from "@zigtensor/zigtensor";
    * const { hits, misses } = BufferPool.default.stats();
-   * console.assert(hits >= 0 && misses >= 0);
+   * assert.ok(hits >= 0 && misses >= 0);
    * ```
    */
   stats(): PoolStats {
@@ -119,11 +122,12 @@ export class BufferPool {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { BufferPool } from "@zigtensor/zigtensor";
    * const pool = BufferPool.default;
    * const previous = pool.maxIdleBytes;
    * pool.maxIdleBytes = 0;
-   * console.assert(pool.stats().idleBytes === 0);
+   * assert.ok(pool.stats().idleBytes === 0);
    * pool.maxIdleBytes = previous;
    * ```
    */
@@ -146,9 +150,10 @@ export class BufferPool {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { BufferPool } from "@zigtensor/zigtensor";
    * BufferPool.default.trim();
-   * console.assert(BufferPool.default.stats().idleBlocks === 0);
+   * assert.ok(BufferPool.default.stats().idleBlocks === 0);
    * ```
    */
   trim(): void {
@@ -202,11 +207,13 @@ const arenaLeaks = new FinalizationRegistry<NativePointer>((pointer) => {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Arena } from "@zigtensor/zigtensor";
  * using arena = new Arena({ chunkBytes: 1 << 16 });
- * console.assert(arena.generation === 0);
+ * assert.equal(arena.generation, 0);
  * arena.reset();
- * console.assert(arena.generation === 1 && arena.stats().usedBytes === 0);
+ * assert.equal(arena.generation, 1);
+ * assert.equal(arena.stats().usedBytes, 0);
  * ```
  */
 export class Arena implements Disposable {
@@ -235,11 +242,12 @@ export class Arena implements Disposable {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Arena } from "@zigtensor/zigtensor";
    * const arena = new Arena();
    * arena.reset();
    * arena.dispose();
-   * console.assert(arena.generation === 2);
+   * assert.ok(arena.generation === 2);
    * ```
    */
   get generation(): number {
@@ -251,10 +259,11 @@ export class Arena implements Disposable {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Arena } from "@zigtensor/zigtensor";
    * const arena = new Arena();
    * arena.dispose();
-   * console.assert(arena.isDisposed);
+   * assert.ok(arena.isDisposed);
    * ```
    */
   get isDisposed(): boolean {
@@ -275,10 +284,11 @@ export class Arena implements Disposable {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Arena } from "@zigtensor/zigtensor";
    * using arena = new Arena();
    * arena.reset();
-   * console.assert(arena.stats().chunks === 0);
+   * assert.ok(arena.stats().chunks === 0);
    * ```
    */
   reset(): void {
@@ -293,11 +303,12 @@ export class Arena implements Disposable {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Arena } from "@zigtensor/zigtensor";
    * const arena = new Arena();
    * arena.dispose();
    * arena.dispose();
-   * console.assert(arena.isDisposed);
+   * assert.ok(arena.isDisposed);
    * ```
    */
   dispose(): void {
@@ -320,9 +331,10 @@ export class Arena implements Disposable {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Arena } from "@zigtensor/zigtensor";
    * using arena = new Arena();
-   * console.assert(arena.stats().reservedBytes === 0);
+   * assert.ok(arena.stats().reservedBytes === 0);
    * ```
    */
   stats(): ArenaStats {

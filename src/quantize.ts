@@ -29,12 +29,21 @@ export function quantize(t: Tensor, format: typeof DType.Q4_0 | typeof DType.Q8_
   const op = "quantize";
   const target = dtypeInfo(format, op);
   const source = dtypeInfo(t.dtype, op);
-  if (!target.isQuantized) throw new DTypeError(op, `the format must be DType.Q4_0 or DType.Q8_0, got ${target.name}`);
+  if (!target.isQuantized) {
+    throw new DTypeError(op, `the format must be DType.Q4_0 or DType.Q8_0, got ${target.name}`);
+  }
   if (!source.isFloat || source.isQuantized || t.blockSize > 0) {
-    throw new DTypeError(op, `quantize takes a plain float tensor, got ${source.name}${t.blockSize ? " (blocked)" : ""}`);
+    throw new DTypeError(
+      op,
+      `quantize takes a plain float tensor, got ${source.name}${t.blockSize ? " (blocked)" : ""}`,
+    );
   }
   if (t.rank === 0 || t.shape[t.rank - 1] % 32 !== 0) {
-    throw new TensorShapeError(op, `the last axis must be a multiple of 32 to quantize, got ${formatShape(t.shape)}`, [t.shape]);
+    throw new TensorShapeError(
+      op,
+      `the last axis must be a multiple of 32 to quantize, got ${formatShape(t.shape)}`,
+      [t.shape],
+    );
   }
   const values = t.dtype === DType.F32 ? contiguous(t) : cast(t, DType.F32);
   const out = allocate(op, t.shape, format, false, { scoped: true });
@@ -49,9 +58,19 @@ export function dequantize(q: Tensor): Tensor {
   const info = dtypeInfo(q.dtype, op);
   if (!info.isQuantized) throw new DTypeError(op, `dequantize takes a Q4_0 or Q8_0 tensor, got ${info.name}`);
   if (!q.isContiguous) {
-    throw new TensorShapeError(op, `dequantize needs a contiguous view, got strides ${formatShape(q.strides)}`, [q.shape]);
+    throw new TensorShapeError(
+      op,
+      `dequantize needs a contiguous view, got strides ${formatShape(q.strides)}`,
+      [q.shape],
+    );
   }
   const out = allocate(op, q.shape, DType.F32, false, { scoped: true });
-  kernels().dequantize(q.dtype, q.size / 32, out.operand(op), { ...q.operand(op), offset: q.offset / 32 }, computeSettings());
+  kernels().dequantize(
+    q.dtype,
+    q.size / 32,
+    out.operand(op),
+    { ...q.operand(op), offset: q.offset / 32 },
+    computeSettings(),
+  );
   return out;
 }

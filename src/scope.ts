@@ -30,12 +30,13 @@ let liveOrParent: (scope: ActivationScope | null) => ActivationScope | null;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ActivationScope } from "@zigtensor/zigtensor";
  * {
  *   using scope = new ActivationScope();
- *   console.assert(ActivationScope.current() === scope);
+ *   assert.ok(ActivationScope.current() === scope);
  * }
- * console.assert(ActivationScope.current() === null);
+ * assert.ok(ActivationScope.current() === null);
  * ```
  */
 export class ActivationScope implements Disposable {
@@ -65,8 +66,9 @@ export class ActivationScope implements Disposable {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ActivationScope } from "@zigtensor/zigtensor";
-   * console.assert(ActivationScope.current() === null);
+   * assert.ok(ActivationScope.current() === null);
    * ```
    */
   static current(): ActivationScope | null {
@@ -81,6 +83,7 @@ export class ActivationScope implements Disposable {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ActivationScope } from "@zigtensor/zigtensor";
    * import { Storage } from "./storage.ts";
    * let kept;
@@ -88,7 +91,7 @@ export class ActivationScope implements Disposable {
    *   using _ = new ActivationScope();
    *   kept = ActivationScope.keep({ storage: Storage.rent(4, { scoped: true }) });
    * }
-   * console.assert(!kept.storage.isReleased);
+   * assert.ok(!kept.storage.isReleased);
    * kept.storage.release();
    * ```
    */
@@ -105,10 +108,11 @@ export class ActivationScope implements Disposable {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ActivationScope } from "@zigtensor/zigtensor";
    * const scope = new ActivationScope();
    * scope.dispose();
-   * console.assert(scope.isDisposed);
+   * assert.ok(scope.isDisposed);
    * ```
    */
   get isDisposed(): boolean {
@@ -120,9 +124,10 @@ export class ActivationScope implements Disposable {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ActivationScope } from "@zigtensor/zigtensor";
    * using scope = new ActivationScope();
-   * console.assert(scope.size === 0);
+   * assert.ok(scope.size === 0);
    * ```
    */
   get size(): number {
@@ -135,11 +140,12 @@ export class ActivationScope implements Disposable {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { ActivationScope } from "@zigtensor/zigtensor";
    * const scope = new ActivationScope();
    * scope.dispose();
    * scope.dispose();
-   * console.assert(ActivationScope.current() === null);
+   * assert.ok(ActivationScope.current() === null);
    * ```
    */
   dispose(): void {
@@ -219,6 +225,7 @@ function finish<T>(scope: ActivationScope, value: T): T {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { tidy } from "@zigtensor/zigtensor";
  * import { Storage } from "./storage.ts";
  * const scratch: Storage[] = [];
@@ -226,7 +233,7 @@ function finish<T>(scope: ActivationScope, value: T): T {
  *   scratch.push(Storage.rent(16, { scoped: true }));
  *   return { storage: Storage.rent(16, { scoped: true }) };
  * });
- * console.assert(scratch[0].isReleased && !result.storage.isReleased);
+ * assert.ok(scratch[0].isReleased && !result.storage.isReleased);
  * result.storage.release();
  * ```
  */

@@ -27,7 +27,11 @@ export function checkShape(op: string, shape: readonly number[]): number {
     throw new TensorShapeError(op, `a shape must be an array of extents, got ${String(shape)}`);
   }
   if (shape.length > MAX_RANK) {
-    throw new TensorShapeError(op, `rank ${shape.length} exceeds the maximum rank ${MAX_RANK} (shape ${formatShape(shape)})`, [shape]);
+    throw new TensorShapeError(
+      op,
+      `rank ${shape.length} exceeds the maximum rank ${MAX_RANK} (shape ${formatShape(shape)})`,
+      [shape],
+    );
   }
   let count = 1;
   for (let i = 0; i < shape.length; i++) {
@@ -35,7 +39,9 @@ export function checkShape(op: string, shape: readonly number[]): number {
     if (!Number.isInteger(extent) || extent < 0 || extent > MAX_ELEMENTS) {
       throw new TensorShapeError(
         op,
-        `extent ${String(extent)} at dimension ${i} of ${formatShape(shape)} is not an integer in 0 to 2^31 - 1`,
+        `extent ${String(extent)} at dimension ${i} of ${
+          formatShape(shape)
+        } is not an integer in 0 to 2^31 - 1`,
         [shape],
       );
     }
@@ -43,7 +49,9 @@ export function checkShape(op: string, shape: readonly number[]): number {
     if (count > MAX_ELEMENTS) {
       throw new TensorShapeError(
         op,
-        `shape ${formatShape(shape)} has more than 2^31 - 1 elements (the product of its first ${i + 1} extents is ${count})`,
+        `shape ${formatShape(shape)} has more than 2^31 - 1 elements (the product of its first ${
+          i + 1
+        } extents is ${count})`,
         [shape],
       );
     }
@@ -54,7 +62,11 @@ export function checkShape(op: string, shape: readonly number[]): number {
 /** Checks that `count` elements of `bytesPerElement` (or blocks) fit in one buffer. */
 export function checkBytes(op: string, shape: readonly number[], bytes: number): void {
   if (bytes > MAX_BYTES) {
-    throw new TensorShapeError(op, `shape ${formatShape(shape)} needs ${bytes} bytes, more than a buffer's 2^31 - 1`, [shape]);
+    throw new TensorShapeError(
+      op,
+      `shape ${formatShape(shape)} needs ${bytes} bytes, more than a buffer's 2^31 - 1`,
+      [shape],
+    );
   }
 }
 
@@ -101,7 +113,9 @@ export function normalizeAxis(op: string, axis: number, rank: number, shape: rea
       op,
       rank === 0
         ? `axis ${String(axis)} is out of range for a rank-0 tensor, which has no axes`
-        : `axis ${String(axis)} is out of range for rank ${rank} (valid: ${-rank} to ${rank - 1}) of shape ${formatShape(shape)}`,
+        : `axis ${String(axis)} is out of range for rank ${rank} (valid: ${-rank} to ${rank - 1}) of shape ${
+          formatShape(shape)
+        }`,
       [shape],
     );
   }
@@ -118,7 +132,9 @@ export function broadcastShapes(op: string, a: readonly number[], b: readonly nu
     if (ea !== eb && ea !== 1 && eb !== 1) {
       throw new TensorShapeError(
         op,
-        `cannot broadcast shapes ${formatShape(a)} and ${formatShape(b)}: dimension ${i} of the result is ${ea} in one and ${eb} in the other`,
+        `cannot broadcast shapes ${formatShape(a)} and ${
+          formatShape(b)
+        }: dimension ${i} of the result is ${ea} in one and ${eb} in the other`,
         [a, b],
       );
     }
@@ -150,7 +166,9 @@ export function checkViewBounds(
   if (low < 0 || high >= bufferElements) {
     throw new TensorShapeError(
       op,
-      `a view with shape ${formatShape(shape)}, strides ${formatShape(strides)} and offset ${offset} reaches elements ` +
+      `a view with shape ${formatShape(shape)}, strides ${
+        formatShape(strides)
+      } and offset ${offset} reaches elements ` +
         `${low} to ${high}, outside its buffer of ${bufferElements} elements`,
       [shape],
     );

@@ -114,12 +114,13 @@ export const ownership: {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Storage } from "./storage.ts";
  * const storage = Storage.rent(16, { zero: true });
  * new Float32Array(storage.buffer("fill")).fill(1);
  * storage.release();
  * storage.release();
- * console.assert(storage.isReleased);
+ * assert.ok(storage.isReleased);
  * ```
  */
 export class Storage {
@@ -154,9 +155,10 @@ export class Storage {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Storage } from "./storage.ts";
    * const storage = Storage.rent(8, { zero: true });
-   * console.assert(new Uint8Array(storage.buffer("read")).every((b) => b === 0));
+   * assert.ok(new Uint8Array(storage.buffer("read")).every((b) => b === 0));
    * storage.release();
    * ```
    */
@@ -183,9 +185,10 @@ export class Storage {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Storage } from "./storage.ts";
    * const storage = Storage.rent(64);
-   * console.assert(storage.pointer("add") !== null);
+   * assert.ok(storage.pointer("add") !== null);
    * storage.release();
    * ```
    */
@@ -200,9 +203,10 @@ export class Storage {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Storage } from "./storage.ts";
    * const storage = Storage.rent(4);
-   * console.assert(storage.buffer("data") === storage.buffer("data"));
+   * assert.ok(storage.buffer("data") === storage.buffer("data"));
    * storage.release();
    * ```
    */
@@ -220,10 +224,11 @@ export class Storage {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Storage } from "./storage.ts";
    * const storage = Storage.rent(4);
    * storage.release();
-   * console.assert(storage.isReleased);
+   * assert.ok(storage.isReleased);
    * ```
    */
   get isReleased(): boolean {
@@ -235,10 +240,11 @@ export class Storage {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Storage } from "./storage.ts";
    * const storage = Storage.rent(4);
    * storage.bumpVersion();
-   * console.assert(storage.version === 1);
+   * assert.ok(storage.version === 1);
    * storage.release();
    * ```
    */
@@ -251,11 +257,12 @@ export class Storage {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Storage } from "./storage.ts";
    * const storage = Storage.rent(4);
    * storage.bumpVersion();
    * storage.bumpVersion();
-   * console.assert(storage.version === 2);
+   * assert.ok(storage.version === 2);
    * storage.release();
    * ```
    */
@@ -270,11 +277,12 @@ export class Storage {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Storage } from "./storage.ts";
    * const storage = Storage.rent(8);
    * const view = new Uint8Array(storage.buffer("data"));
    * storage.release();
-   * console.assert(view.length === 0);
+   * assert.ok(view.length === 0);
    * ```
    */
   release(): void {

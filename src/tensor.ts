@@ -5,11 +5,18 @@
  *
  * @module
  */
-import { type DType, dtypeInfo, type DTypeInfo, type TypedArray } from "./dtype.ts";
+import { type DType, type DTypeInfo, dtypeInfo, type TypedArray } from "./dtype.ts";
 import { decodeElement, type ElementValue, encodeElement } from "./element.ts";
 import { DTypeError, TensorShapeError } from "./errors.ts";
 import { detectLayout, Layout } from "./layout.ts";
-import { checkBytes, checkShape, contiguousStrides, elementCount, formatShape, isContiguous } from "./shape.ts";
+import {
+  checkBytes,
+  checkShape,
+  contiguousStrides,
+  elementCount,
+  formatShape,
+  isContiguous,
+} from "./shape.ts";
 import { Storage } from "./storage.ts";
 import type { Arena } from "./memory.ts";
 import type { NativePointer } from "./native/symbols.ts";
@@ -49,7 +56,10 @@ export interface TensorParts {
 
 /** The runtime's `Float16Array`, when it has one (F16 data then reads as numbers). */
 const float16Array = (globalThis as unknown as {
-  Float16Array?: { new (buffer: ArrayBuffer, offset: number, length: number): TypedArray; readonly BYTES_PER_ELEMENT: number };
+  Float16Array?: {
+    new (buffer: ArrayBuffer, offset: number, length: number): TypedArray;
+    readonly BYTES_PER_ELEMENT: number;
+  };
 }).Float16Array;
 
 /**
@@ -57,12 +67,13 @@ const float16Array = (globalThis as unknown as {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Tensor } from "@zigtensor/zigtensor";
  * using a = Tensor.from([1, 2, 3, 4, 5, 6], [2, 3]);
  * const t = a.T;                       // a view: shares a's storage
- * console.assert(a.get(1, 2) === 6 && t.get(2, 1) === 6);
+ * assert.ok(a.get(1, 2) === 6 && t.get(2, 1) === 6);
  * using packed = t.contiguous();       // a row-major copy
- * console.assert(packed.data().join() === "1,4,2,5,3,6");
+ * assert.ok(packed.data().join() === "1,4,2,5,3,6");
  * ```
  */
 export class Tensor {
@@ -104,14 +115,20 @@ export class Tensor {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DType, Tensor } from "@zigtensor/zigtensor";
    * using a = Tensor.from([[1, 2], [3, 4]]);
    * using b = Tensor.from(new BigInt64Array([5n, 6n]));
    * using c = Tensor.from([1.5, -2.7], [2], DType.I32);
-   * console.assert(a.shape.join() === "2,2" && b.dtype === DType.I64 && c.get(1) === -2);
+   * assert.ok(a.shape.join() === "2,2" && b.dtype === DType.I64 && c.get(1) === -2);
    * ```
    */
-  static from(values: TensorValues, shape?: readonly number[], dtype?: DType, options: CreateOptions = {}): Tensor {
+  static from(
+    values: TensorValues,
+    shape?: readonly number[],
+    dtype?: DType,
+    options: CreateOptions = {},
+  ): Tensor {
     const { flat, inferredShape, inferredDType } = flatten(values);
     const targetShape = shape ?? inferredShape;
     const target = dtype ?? inferredDType;
@@ -139,9 +156,10 @@ export class Tensor {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DType, Tensor } from "@zigtensor/zigtensor";
    * using t = Tensor.empty([2, 3], DType.I32);
-   * console.assert(t.size === 6 && t.dtype === DType.I32);
+   * assert.ok(t.size === 6 && t.dtype === DType.I32);
    * ```
    */
   static empty(shape: readonly number[], dtype: DType = 1, options: CreateOptions = {}): Tensor {
@@ -153,9 +171,10 @@ export class Tensor {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Tensor } from "@zigtensor/zigtensor";
    * using z = Tensor.zeros([2, 2]);
-   * console.assert(z.toArray().every((v) => v === 0));
+   * assert.ok(z.toArray().every((v) => v === 0));
    * ```
    */
   static zeros(shape: readonly number[], dtype: DType = 1, options: CreateOptions = {}): Tensor {
@@ -167,9 +186,10 @@ export class Tensor {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DType, Tensor } from "@zigtensor/zigtensor";
    * using o = Tensor.ones([3], DType.F16);
-   * console.assert(o.get(2) === 1);
+   * assert.ok(o.get(2) === 1);
    * ```
    */
   static ones(shape: readonly number[], dtype: DType = 1, options: CreateOptions = {}): Tensor {
@@ -181,12 +201,18 @@ export class Tensor {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DType, Tensor } from "@zigtensor/zigtensor";
    * using t = Tensor.full([2], 7n, DType.I64);
-   * console.assert(t.get(1) === 7n);
+   * assert.ok(t.get(1) === 7n);
    * ```
    */
-  static full(shape: readonly number[], value: ElementValue | boolean, dtype: DType = 1, options: CreateOptions = {}): Tensor {
+  static full(
+    shape: readonly number[],
+    value: ElementValue | boolean,
+    dtype: DType = 1,
+    options: CreateOptions = {},
+  ): Tensor {
     const tensor = Tensor.empty(shape, dtype, options);
     const info = dtypeInfo(dtype, "full");
     tensor.#writable("full").fill(encodeElement(info, value, "full") as never);
@@ -199,9 +225,10 @@ export class Tensor {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Tensor } from "@zigtensor/zigtensor";
    * using s = Tensor.scalar(2.5);
-   * console.assert(s.rank === 0 && s.item() === 2.5);
+   * assert.ok(s.rank === 0 && s.item() === 2.5);
    * ```
    */
   static scalar(value: ElementValue | boolean, dtype?: DType, options: CreateOptions = {}): Tensor {
@@ -214,9 +241,10 @@ export class Tensor {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { DType, Tensor } from "@zigtensor/zigtensor";
    * using r = Tensor.arange(4, DType.I32);
-   * console.assert(r.toArray().join() === "0,1,2,3");
+   * assert.ok(r.toArray().join() === "0,1,2,3");
    * ```
    */
   static arange(n: number, dtype: DType = 1, options: CreateOptions = {}): Tensor {
@@ -232,10 +260,11 @@ export class Tensor {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Tensor } from "@zigtensor/zigtensor";
    * using a = Tensor.rand([4], { seed: 1 });
    * using b = Tensor.rand([4], { seed: 1 });
-   * console.assert(a.toArray().join() === b.toArray().join() && a.toArray().every((v) => v >= 0 && v < 1));
+   * assert.ok(a.toArray().join() === b.toArray().join() && a.toArray().every((v) => v >= 0 && v < 1));
    * ```
    */
   static rand(shape: readonly number[], options: CreateOptions & { seed?: number } = {}): Tensor {
@@ -249,10 +278,11 @@ export class Tensor {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { Tensor } from "@zigtensor/zigtensor";
    * using a = Tensor.randn([1000], { seed: 7 });
-   * const mean = a.toArray().reduce((s, v) => s + v, 0) / 1000;
-   * console.assert(Math.abs(mean) < 0.2);
+   * const mean = (a.toArray() as Float32Array).reduce((s, v) => s + v, 0) / 1000;
+   * assert.ok(Math.abs(mean) < 0.2);
    * ```
    */
   static randn(shape: readonly number[], options: CreateOptions & { seed?: number } = {}): Tensor {
@@ -294,7 +324,9 @@ export class Tensor {
   }
 
   toString(): string {
-    return `Tensor(${dtypeInfo(this.dtype).name}, ${formatShape(this.shape)}${this.blockSize ? `, NchwC(${this.blockSize})` : ""})`;
+    return `Tensor(${dtypeInfo(this.dtype).name}, ${formatShape(this.shape)}${
+      this.blockSize ? `, NchwC(${this.blockSize})` : ""
+    })`;
   }
 
   // --- lifetime ---
@@ -344,7 +376,11 @@ export class Tensor {
   /** The one element of a size-1 tensor. */
   item(): ElementValue {
     if (this.size !== 1) {
-      throw new TensorShapeError("item", `item() needs exactly one element, ${formatShape(this.shape)} has ${this.size}`, [this.shape]);
+      throw new TensorShapeError(
+        "item",
+        `item() needs exactly one element, ${formatShape(this.shape)} has ${this.size}`,
+        [this.shape],
+      );
     }
     return this.get(...new Array<number>(this.rank).fill(0));
   }
@@ -411,7 +447,11 @@ export class Tensor {
   /** The transpose of a rank-2 tensor. */
   get T(): Tensor {
     if (this.rank !== 2) {
-      throw new TensorShapeError("T", `T needs a rank-2 tensor, got shape ${formatShape(this.shape)}; use permute`, [this.shape]);
+      throw new TensorShapeError(
+        "T",
+        `T needs a rank-2 tensor, got shape ${formatShape(this.shape)}; use permute`,
+        [this.shape],
+      );
     }
     return ops.transpose(this, 0, 1);
   }
@@ -498,7 +538,9 @@ export class Tensor {
     if (!info.isFloat || info.isQuantized || this.blockSize > 0) {
       throw new DTypeError(
         "withRequiresGrad",
-        `only plain floating-point tensors can require gradients, got ${this.blockSize ? `a blocked NchwC(${this.blockSize})` : info.name} tensor`,
+        `only plain floating-point tensors can require gradients, got ${
+          this.blockSize ? `a blocked NchwC(${this.blockSize})` : info.name
+        } tensor`,
       );
     }
     return new Tensor({ ...this.#parts(), leaf: leafNode(this.shape, this.dtype) });
@@ -637,13 +679,13 @@ export class Tensor {
     };
   }
 
-  /** A typed array of this dtype over the whole storage (cached per handle). */
+  /** A typed array of this dtype's stored representation over the whole storage (cached per handle). */
   #view(op: string): TypedArray {
     const buffer = this.storage.buffer(op);
     if (this.#elements === null || this.#elements.buffer !== buffer) {
-      const info = dtypeInfo(this.dtype);
-      const ctor = this.dtype === 10 && float16Array !== undefined ? float16Array : info.array;
-      this.#elements = new ctor(buffer, 0, Math.floor(buffer.byteLength / ctor.BYTES_PER_ELEMENT)) as TypedArray;
+      // Element access works on stored bits (F16 and BF16 as Uint16Array), whatever data() returns.
+      const ctor = dtypeInfo(this.dtype).array;
+      this.#elements = new ctor(buffer, 0, Math.floor(buffer.byteLength / ctor.BYTES_PER_ELEMENT));
     }
     return this.#elements;
   }
@@ -665,7 +707,11 @@ export class Tensor {
     }
     if (info.isQuantized) {
       const blocks = this.size / info.blockElements;
-      return new Uint8Array(buffer, (this.offset / info.blockElements) * info.blockBytes, blocks * info.blockBytes);
+      return new Uint8Array(
+        buffer,
+        (this.offset / info.blockElements) * info.blockBytes,
+        blocks * info.blockBytes,
+      );
     }
     const ctor = this.dtype === 10 && float16Array !== undefined ? float16Array : info.array;
     return new ctor(buffer, this.offset * info.blockBytes, this.size) as TypedArray;
@@ -686,7 +732,10 @@ export class Tensor {
       throw new DTypeError(op, `${info.name} elements are not addressable one at a time; dequantize() first`);
     }
     if (this.blockSize > 0) {
-      throw new DTypeError(op, `a blocked NchwC(${this.blockSize}) tensor only supports toLayout(), data() and metadata`);
+      throw new DTypeError(
+        op,
+        `a blocked NchwC(${this.blockSize}) tensor only supports toLayout(), data() and metadata`,
+      );
     }
     return info;
   }
@@ -696,7 +745,9 @@ export class Tensor {
       if (this.strides[i] === 0 && this.shape[i] > 1) {
         throw new TensorShapeError(
           op,
-          `cannot write through a broadcast view (axis ${i} has stride 0 and extent ${this.shape[i]}); clone() it first`,
+          `cannot write through a broadcast view (axis ${i} has stride 0 and extent ${
+            this.shape[i]
+          }); clone() it first`,
           [this.shape],
         );
       }
@@ -705,14 +756,24 @@ export class Tensor {
 
   #elementOffset(op: string, index: readonly number[]): number {
     if (index.length !== this.rank) {
-      throw new TensorShapeError(op, `${op} needs ${this.rank} indices for shape ${formatShape(this.shape)}, got ${index.length}`, [this.shape]);
+      throw new TensorShapeError(
+        op,
+        `${op} needs ${this.rank} indices for shape ${formatShape(this.shape)}, got ${index.length}`,
+        [this.shape],
+      );
     }
     let at = this.offset;
     for (let d = 0; d < index.length; d++) {
       const extent = this.shape[d];
       let i = index[d];
       if (!Number.isInteger(i) || i < -extent || i >= extent) {
-        throw new TensorShapeError(op, `index ${String(i)} is out of range for axis ${d} of extent ${extent} in ${formatShape(this.shape)}`, [this.shape]);
+        throw new TensorShapeError(
+          op,
+          `index ${String(i)} is out of range for axis ${d} of extent ${extent} in ${
+            formatShape(this.shape)
+          }`,
+          [this.shape],
+        );
       }
       if (i < 0) i += extent;
       at += i * this.strides[d];
@@ -734,7 +795,9 @@ export function allocate(
   if (info.isQuantized && (shape.length === 0 || shape[shape.length - 1] % info.blockElements !== 0)) {
     throw new TensorShapeError(
       op,
-      `${info.name} tensors keep whole blocks of ${info.blockElements} along the last axis; shape ${formatShape(shape)} does not`,
+      `${info.name} tensors keep whole blocks of ${info.blockElements} along the last axis; shape ${
+        formatShape(shape)
+      } does not`,
       [shape],
     );
   }
@@ -774,7 +837,9 @@ function typedArrayDType(values: TypedArray | Float16ArrayLike): DType {
   throw new DTypeError("from", `cannot take values from a ${values.constructor.name}`);
 }
 
-function flatten(values: TensorValues): { flat: ArrayLike<unknown>; inferredShape: number[]; inferredDType: DType } {
+function flatten(
+  values: TensorValues,
+): { flat: ArrayLike<unknown>; inferredShape: number[]; inferredDType: DType } {
   if (ArrayBuffer.isView(values)) {
     const typed = values as TypedArray;
     return { flat: typed, inferredShape: [typed.length], inferredDType: typedArrayDType(typed) };
@@ -791,12 +856,22 @@ function flatten(values: TensorValues): { flat: ArrayLike<unknown>; inferredShap
   const flat: unknown[] = [];
   const walk = (node: unknown, depth: number) => {
     if (depth === shape.length) {
-      if (Array.isArray(node)) throw new TensorShapeError("from", "nested arrays are ragged: deeper at some positions than at others", [shape]);
+      if (Array.isArray(node)) {
+        throw new TensorShapeError(
+          "from",
+          "nested arrays are ragged: deeper at some positions than at others",
+          [shape],
+        );
+      }
       flat.push(node);
       return;
     }
     if (!Array.isArray(node) || node.length !== shape[depth]) {
-      throw new TensorShapeError("from", `nested arrays are ragged: expected ${shape[depth]} entries at depth ${depth}`, [shape]);
+      throw new TensorShapeError(
+        "from",
+        `nested arrays are ragged: expected ${shape[depth]} entries at depth ${depth}`,
+        [shape],
+      );
     }
     for (const child of node) walk(child, depth + 1);
   };

@@ -18,7 +18,13 @@ export interface ViewMeta {
 export function permuteView(view: ViewMeta, dims: readonly number[], op = "permute"): ViewMeta {
   const rank = view.shape.length;
   if (!Array.isArray(dims) || dims.length !== rank) {
-    throw new TensorShapeError(op, `the permutation ${formatShape(dims ?? [])} must list ${rank} axes for shape ${formatShape(view.shape)}`, [view.shape]);
+    throw new TensorShapeError(
+      op,
+      `the permutation ${formatShape(dims ?? [])} must list ${rank} axes for shape ${
+        formatShape(view.shape)
+      }`,
+      [view.shape],
+    );
   }
   const seen = new Array<boolean>(rank).fill(false);
   const shape = new Array<number>(rank);
@@ -26,7 +32,9 @@ export function permuteView(view: ViewMeta, dims: readonly number[], op = "permu
   for (let i = 0; i < rank; i++) {
     const axis = normalizeAxis(op, dims[i], rank, view.shape);
     if (seen[axis]) {
-      throw new TensorShapeError(op, `the permutation ${formatShape(dims)} names axis ${axis} twice`, [view.shape]);
+      throw new TensorShapeError(op, `the permutation ${formatShape(dims)} names axis ${axis} twice`, [
+        view.shape,
+      ]);
     }
     seen[axis] = true;
     shape[i] = view.shape[axis];
@@ -47,14 +55,23 @@ export function transposeView(view: ViewMeta, a: number, b: number, op = "transp
 }
 
 function checkIndexInteger(op: string, name: string, value: number): void {
-  if (!Number.isInteger(value)) throw new TensorShapeError(op, `${name} must be an integer, got ${String(value)}`);
+  if (!Number.isInteger(value)) {
+    throw new TensorShapeError(op, `${name} must be an integer, got ${String(value)}`);
+  }
 }
 
 /**
  * `0 ≤ start ≤ end ≤ size` (negative start and end count from the end), `step ≥ 1`; extent
  * `ceil((end − start)/step)`; offset += `start·stride` only if the result is non-empty; stride ×= step.
  */
-export function sliceView(view: ViewMeta, axis: number, start: number, end: number, step = 1, op = "slice"): ViewMeta {
+export function sliceView(
+  view: ViewMeta,
+  axis: number,
+  start: number,
+  end: number,
+  step = 1,
+  op = "slice",
+): ViewMeta {
   const rank = view.shape.length;
   const a = normalizeAxis(op, axis, rank, view.shape);
   const size = view.shape[a];
@@ -66,7 +83,9 @@ export function sliceView(view: ViewMeta, axis: number, start: number, end: numb
   if (s < 0 || s > e || e > size) {
     throw new TensorShapeError(
       op,
-      `slice ${start}:${end} of axis ${a} (extent ${size}) of ${formatShape(view.shape)} must satisfy 0 <= start <= end <= ${size}`,
+      `slice ${start}:${end} of axis ${a} (extent ${size}) of ${
+        formatShape(view.shape)
+      } must satisfy 0 <= start <= end <= ${size}`,
       [view.shape],
     );
   }
@@ -88,7 +107,11 @@ export function selectView(view: ViewMeta, axis: number, index: number, op = "se
   const size = view.shape[a];
   const i = index < 0 ? index + size : index;
   if (i < 0 || i >= size) {
-    throw new TensorShapeError(op, `index ${index} is out of range for axis ${a} of extent ${size} in ${formatShape(view.shape)}`, [view.shape]);
+    throw new TensorShapeError(
+      op,
+      `index ${index} is out of range for axis ${a} of extent ${size} in ${formatShape(view.shape)}`,
+      [view.shape],
+    );
   }
   return {
     shape: view.shape.filter((_, d) => d !== a),
@@ -103,14 +126,22 @@ export function flipView(view: ViewMeta, axis: number, op = "flip"): ViewMeta {
   const strides = [...view.strides];
   strides[a] = -view.strides[a];
   const extent = view.shape[a];
-  return { shape: view.shape, strides, offset: extent > 0 ? view.offset + (extent - 1) * view.strides[a] : view.offset };
+  return {
+    shape: view.shape,
+    strides,
+    offset: extent > 0 ? view.offset + (extent - 1) * view.strides[a] : view.offset,
+  };
 }
 
 /** Inserts an extent-1 axis at `axis` (0 … rank); its stride is `extent·stride` of the axis it precedes, or 1 at the end. */
 export function unsqueezeView(view: ViewMeta, axis: number, op = "unsqueeze"): ViewMeta {
   const rank = view.shape.length;
   const a = normalizeAxis(op, axis, rank + 1, view.shape);
-  if (rank + 1 > 8) throw new TensorShapeError(op, `unsqueeze of ${formatShape(view.shape)} would exceed rank 8`, [view.shape]);
+  if (rank + 1 > 8) {
+    throw new TensorShapeError(op, `unsqueeze of ${formatShape(view.shape)} would exceed rank 8`, [
+      view.shape,
+    ]);
+  }
   const stride = a < rank ? view.shape[a] * view.strides[a] : 1;
   const shape = [...view.shape];
   const strides = [...view.strides];
@@ -131,7 +162,11 @@ export function squeezeView(view: ViewMeta, axis?: number, op = "squeeze"): View
   }
   const a = normalizeAxis(op, axis, view.shape.length, view.shape);
   if (view.shape[a] !== 1) {
-    throw new TensorShapeError(op, `axis ${a} of ${formatShape(view.shape)} has extent ${view.shape[a]}, not 1`, [view.shape]);
+    throw new TensorShapeError(
+      op,
+      `axis ${a} of ${formatShape(view.shape)} has extent ${view.shape[a]}, not 1`,
+      [view.shape],
+    );
   }
   return {
     shape: view.shape.filter((_, d) => d !== a),
@@ -148,14 +183,24 @@ export function expandView(view: ViewMeta, target: readonly number[], op = "expa
   const rank = target.length;
   const offsetRank = rank - view.shape.length;
   if (offsetRank < 0) {
-    throw new TensorShapeError(op, `cannot expand ${formatShape(view.shape)} to the lower rank ${formatShape(target)}`, [view.shape, target]);
+    throw new TensorShapeError(
+      op,
+      `cannot expand ${formatShape(view.shape)} to the lower rank ${formatShape(target)}`,
+      [view.shape, target],
+    );
   }
   const shape = new Array<number>(rank);
   const strides = new Array<number>(rank);
   for (let i = 0; i < rank; i++) {
     const want = target[i];
     if (i < offsetRank) {
-      if (want === -1) throw new TensorShapeError(op, `-1 is not allowed for the new leading dimension ${i} of ${formatShape(target)}`, [view.shape, target]);
+      if (want === -1) {
+        throw new TensorShapeError(
+          op,
+          `-1 is not allowed for the new leading dimension ${i} of ${formatShape(target)}`,
+          [view.shape, target],
+        );
+      }
       shape[i] = want;
       strides[i] = 0;
       continue;
@@ -170,7 +215,9 @@ export function expandView(view: ViewMeta, target: readonly number[], op = "expa
     } else {
       throw new TensorShapeError(
         op,
-        `cannot expand ${formatShape(view.shape)} to ${formatShape(target)}: dimension ${i} is ${have}, which is neither 1 nor ${want}`,
+        `cannot expand ${formatShape(view.shape)} to ${
+          formatShape(target)
+        }: dimension ${i} is ${have}, which is neither 1 nor ${want}`,
         [view.shape, target],
       );
     }
@@ -182,13 +229,23 @@ export function expandView(view: ViewMeta, target: readonly number[], op = "expa
 /**
  * Resolves one −1 in a requested shape from the element count and checks the counts agree.
  */
-export function inferShape(op: string, count: number, requested: readonly number[], source: readonly number[]): number[] {
+export function inferShape(
+  op: string,
+  count: number,
+  requested: readonly number[],
+  source: readonly number[],
+): number[] {
   const shape = [...requested];
   let inferred = -1;
   let known = 1;
   for (let i = 0; i < shape.length; i++) {
     if (shape[i] === -1) {
-      if (inferred >= 0) throw new TensorShapeError(op, `only one dimension may be -1, got ${formatShape(requested)}`, [source, requested]);
+      if (inferred >= 0) {
+        throw new TensorShapeError(op, `only one dimension may be -1, got ${formatShape(requested)}`, [
+          source,
+          requested,
+        ]);
+      }
       inferred = i;
     } else {
       known *= shape[i];
@@ -196,7 +253,11 @@ export function inferShape(op: string, count: number, requested: readonly number
   }
   if (inferred >= 0) {
     if (known === 0 || count % known !== 0) {
-      throw new TensorShapeError(op, `cannot infer the -1 in ${formatShape(requested)} for ${count} elements of ${formatShape(source)}`, [source, requested]);
+      throw new TensorShapeError(
+        op,
+        `cannot infer the -1 in ${formatShape(requested)} for ${count} elements of ${formatShape(source)}`,
+        [source, requested],
+      );
     }
     shape[inferred] = count / known;
   }
@@ -204,7 +265,9 @@ export function inferShape(op: string, count: number, requested: readonly number
   if (elementCount(shape) !== count) {
     throw new TensorShapeError(
       op,
-      `cannot reshape ${formatShape(source)} (${count} elements) into ${formatShape(requested)} (${elementCount(shape)} elements)`,
+      `cannot reshape ${formatShape(source)} (${count} elements) into ${formatShape(requested)} (${
+        elementCount(shape)
+      } elements)`,
       [source, requested],
     );
   }

@@ -62,7 +62,9 @@ function check(c: Case, mode: "exact" | "fast"): void {
     const leaves = values.map((v, i) => Tensor.from(v, leafShapes[i]).withRequiresGrad());
     const inputs = leaves.map((l) => (strided ? stridedView(l) : l));
     const out = c.f32(inputs);
-    const weights = Tensor.from(Float32Array.from({ length: out.size }, (_, i) => Math.sin(i + 1)), [...out.shape]);
+    const weights = Tensor.from(Float32Array.from({ length: out.size }, (_, i) => Math.sin(i + 1)), [
+      ...out.shape,
+    ]);
     ops.sum(ops.mul(out, weights)).backward();
     const grads = leaves.map((l) => Float64Array.from(l.grad!.toArray() as Float32Array));
     for (const l of leaves) {
@@ -73,24 +75,38 @@ function check(c: Case, mode: "exact" | "fast"): void {
   });
   const loss = (xs: R.F64[]): number => {
     const out = c.f64(strided ? xs.map(stridedView64) : xs);
-    return R.weightedSum(out, Float64Array.from({ length: out.data.length }, (_, i) => Math.fround(Math.sin(i + 1))));
+    return R.weightedSum(
+      out,
+      Float64Array.from({ length: out.data.length }, (_, i) => Math.fround(Math.sin(i + 1))),
+    );
   };
   const h = 1e-4;
   const tolerance = c.tolerance ?? 2e-3;
   values.forEach((v, input) => {
     for (let i = 0; i < v.length; i++) {
       // The perturbation is applied in f64 to the f32 input values.
-      const numeric = (lossAt(values, leafShapes, input, i, h, loss) - lossAt(values, leafShapes, input, i, -h, loss)) / (2 * h);
+      const numeric =
+        (lossAt(values, leafShapes, input, i, h, loss) - lossAt(values, leafShapes, input, i, -h, loss)) /
+        (2 * h);
       const got = analytic[input][i];
       assert.ok(
         Math.abs(got - numeric) <= tolerance * (1 + Math.abs(numeric)),
-        `${c.name} (${mode}${strided ? ", strided" : ""}): d/dx${input}[${i}] is ${got}, central difference ${numeric}`,
+        `${c.name} (${mode}${
+          strided ? ", strided" : ""
+        }): d/dx${input}[${i}] is ${got}, central difference ${numeric}`,
       );
     }
   });
 }
 
-function lossAt(values: Float32Array[], shapes: number[][], input: number, index: number, delta: number, loss: (xs: R.F64[]) => number): number {
+function lossAt(
+  values: Float32Array[],
+  shapes: number[][],
+  input: number,
+  index: number,
+  delta: number,
+  loss: (xs: R.F64[]) => number,
+): number {
   return loss(values.map((v, j) => {
     const data = Float64Array.from(v);
     if (j === input) data[index] += delta;
@@ -99,24 +115,92 @@ function lossAt(values: Float32Array[], shapes: number[][], input: number, index
 }
 
 const cases: Case[] = [
-  { name: "add (broadcast)", shapes: [[3, 4], [4]], f32: ([a, b]) => ops.add(a, b), f64: ([a, b]) => R.zip(a, b, (x, y) => x + y) },
-  { name: "sub (broadcast)", shapes: [[2, 1, 3], [4, 1]], f32: ([a, b]) => ops.sub(a, b), f64: ([a, b]) => R.zip(a, b, (x, y) => x - y) },
-  { name: "mul", shapes: [[3, 5], [3, 5]], f32: ([a, b]) => ops.mul(a, b), f64: ([a, b]) => R.zip(a, b, (x, y) => x * y), strided: true },
-  { name: "mul by a number", shapes: [[4, 2]], f32: ([a]) => ops.mul(a, 0.75), f64: ([a]) => R.map(a, (x) => x * 0.75) },
-  { name: "div", shapes: [[2, 3], [3]], f32: ([a, b]) => ops.div(a, b), f64: ([a, b]) => R.zip(a, b, (x, y) => x / y), positive: true },
-  { name: "number minus tensor", shapes: [[5]], f32: ([a]) => ops.sub(1, a), f64: ([a]) => R.map(a, (x) => 1 - x) },
-  { name: "neg", shapes: [[3, 3]], f32: ([a]) => ops.neg(a), f64: ([a]) => R.map(a, (x) => -x), strided: true },
-  { name: "relu", shapes: [[4, 5]], f32: ([a]) => ops.relu(a), f64: ([a]) => R.map(a, (x) => Math.max(x, 0)), strided: true },
+  {
+    name: "add (broadcast)",
+    shapes: [[3, 4], [4]],
+    f32: ([a, b]) => ops.add(a, b),
+    f64: ([a, b]) => R.zip(a, b, (x, y) => x + y),
+  },
+  {
+    name: "sub (broadcast)",
+    shapes: [[2, 1, 3], [4, 1]],
+    f32: ([a, b]) => ops.sub(a, b),
+    f64: ([a, b]) => R.zip(a, b, (x, y) => x - y),
+  },
+  {
+    name: "mul",
+    shapes: [[3, 5], [3, 5]],
+    f32: ([a, b]) => ops.mul(a, b),
+    f64: ([a, b]) => R.zip(a, b, (x, y) => x * y),
+    strided: true,
+  },
+  {
+    name: "mul by a number",
+    shapes: [[4, 2]],
+    f32: ([a]) => ops.mul(a, 0.75),
+    f64: ([a]) => R.map(a, (x) => x * 0.75),
+  },
+  {
+    name: "div",
+    shapes: [[2, 3], [3]],
+    f32: ([a, b]) => ops.div(a, b),
+    f64: ([a, b]) => R.zip(a, b, (x, y) => x / y),
+    positive: true,
+  },
+  {
+    name: "number minus tensor",
+    shapes: [[5]],
+    f32: ([a]) => ops.sub(1, a),
+    f64: ([a]) => R.map(a, (x) => 1 - x),
+  },
+  {
+    name: "neg",
+    shapes: [[3, 3]],
+    f32: ([a]) => ops.neg(a),
+    f64: ([a]) => R.map(a, (x) => -x),
+    strided: true,
+  },
+  {
+    name: "relu",
+    shapes: [[4, 5]],
+    f32: ([a]) => ops.relu(a),
+    f64: ([a]) => R.map(a, (x) => Math.max(x, 0)),
+    strided: true,
+  },
   { name: "exp", shapes: [[3, 4]], f32: ([a]) => ops.exp(a), f64: ([a]) => R.map(a, Math.exp) },
-  { name: "log", shapes: [[3, 4]], f32: ([a]) => ops.log(a), f64: ([a]) => R.map(a, Math.log), positive: true },
-  { name: "sqrt", shapes: [[6]], f32: ([a]) => ops.sqrt(a), f64: ([a]) => R.map(a, Math.sqrt), positive: true },
-  { name: "tanh", shapes: [[2, 5]], f32: ([a]) => ops.tanh(a), f64: ([a]) => R.map(a, Math.tanh), strided: true },
-  { name: "sigmoid", shapes: [[7]], f32: ([a]) => ops.sigmoid(a), f64: ([a]) => R.map(a, (x) => 1 / (1 + Math.exp(-x))) },
+  {
+    name: "log",
+    shapes: [[3, 4]],
+    f32: ([a]) => ops.log(a),
+    f64: ([a]) => R.map(a, Math.log),
+    positive: true,
+  },
+  {
+    name: "sqrt",
+    shapes: [[6]],
+    f32: ([a]) => ops.sqrt(a),
+    f64: ([a]) => R.map(a, Math.sqrt),
+    positive: true,
+  },
+  {
+    name: "tanh",
+    shapes: [[2, 5]],
+    f32: ([a]) => ops.tanh(a),
+    f64: ([a]) => R.map(a, Math.tanh),
+    strided: true,
+  },
+  {
+    name: "sigmoid",
+    shapes: [[7]],
+    f32: ([a]) => ops.sigmoid(a),
+    f64: ([a]) => R.map(a, (x) => 1 / (1 + Math.exp(-x))),
+  },
   {
     name: "gelu",
     shapes: [[3, 3]],
     f32: ([a]) => ops.gelu(a),
-    f64: ([a]) => R.map(a, (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)))),
+    f64: ([a]) =>
+      R.map(a, (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)))),
   },
   {
     name: "matmul (batched, broadcast batch)",
@@ -124,7 +208,13 @@ const cases: Case[] = [
     f32: ([a, b]) => ops.matmul(a, b),
     f64: ([a, b]) => R.matmul(a, b),
   },
-  { name: "matmul (strided operands)", shapes: [[3, 4], [4, 2]], f32: ([a, b]) => ops.matmul(a, b), f64: ([a, b]) => R.matmul(a, b), strided: true },
+  {
+    name: "matmul (strided operands)",
+    shapes: [[3, 4], [4, 2]],
+    f32: ([a, b]) => ops.matmul(a, b),
+    f64: ([a, b]) => R.matmul(a, b),
+    strided: true,
+  },
   {
     name: "matmul (vector)",
     shapes: [[4], [4, 3]],
@@ -134,8 +224,18 @@ const cases: Case[] = [
       return R.f64([3], out.data);
     },
   },
-  { name: "linear", shapes: [[2, 3], [4, 3], [4]], f32: ([x, w, b]) => ops.linear(x, w, b), f64: ([x, w, b]) => R.zip(R.matmul(x, R.viewOp(w, (t) => t.T.contiguous())), b, (p, q) => p + q) },
-  { name: "sum (all)", shapes: [[3, 4]], f32: ([a]) => ops.sum(a), f64: ([a]) => R.reduce(a, [0, 1], false, (v) => v.reduce((s, x) => s + x, 0)) },
+  {
+    name: "linear",
+    shapes: [[2, 3], [4, 3], [4]],
+    f32: ([x, w, b]) => ops.linear(x, w, b),
+    f64: ([x, w, b]) => R.zip(R.matmul(x, R.viewOp(w, (t) => t.T.contiguous())), b, (p, q) => p + q),
+  },
+  {
+    name: "sum (all)",
+    shapes: [[3, 4]],
+    f32: ([a]) => ops.sum(a),
+    f64: ([a]) => R.reduce(a, [0, 1], false, (v) => v.reduce((s, x) => s + x, 0)),
+  },
   {
     name: "sum (axes, keepDims)",
     shapes: [[2, 3, 4]],
@@ -143,18 +243,79 @@ const cases: Case[] = [
     f64: ([a]) => R.reduce(a, [0, 2], true, (v) => v.reduce((s, x) => s + x, 0)),
     strided: true,
   },
-  { name: "mean", shapes: [[4, 3]], f32: ([a]) => ops.mean(a, -1), f64: ([a]) => R.reduce(a, [1], false, (v) => v.reduce((s, x) => s + x, 0) / v.length) },
-  { name: "max", shapes: [[3, 5]], f32: ([a]) => ops.max(a, 1), f64: ([a]) => R.reduce(a, [1], false, (v) => Math.max(...v)) },
-  { name: "softmax", shapes: [[3, 4]], f32: ([a]) => ops.softmax(a, 1), f64: ([a]) => R.softmax(a, 1, false), strided: true },
-  { name: "softmax (axis 0)", shapes: [[4, 2]], f32: ([a]) => ops.softmax(a, 0), f64: ([a]) => R.softmax(a, 0, false) },
-  { name: "logSoftmax", shapes: [[2, 6]], f32: ([a]) => ops.logSoftmax(a), f64: ([a]) => R.softmax(a, 1, true) },
-  { name: "permute", shapes: [[2, 3, 4]], f32: ([a]) => ops.permute(a, [2, 0, 1]), f64: ([a]) => R.viewOp(a, (t) => t.permute([2, 0, 1])) },
-  { name: "slice with step", shapes: [[7, 3]], f32: ([a]) => ops.slice(a, 0, 1, 7, 2), f64: ([a]) => R.viewOp(a, (t) => t.slice(0, 1, 7, 2)) },
-  { name: "select", shapes: [[3, 4]], f32: ([a]) => ops.select(a, 1, 2), f64: ([a]) => R.viewOp(a, (t) => t.select(1, 2)) },
-  { name: "flip", shapes: [[3, 4]], f32: ([a]) => ops.flip(a, 1), f64: ([a]) => R.viewOp(a, (t) => t.flip(1)) },
-  { name: "expand", shapes: [[3, 1]], f32: ([a]) => ops.expand(a, [2, 3, 4]), f64: ([a]) => R.viewOp(a, (t) => t.expand([2, 3, 4])) },
-  { name: "unsqueeze and squeeze", shapes: [[3, 1, 2]], f32: ([a]) => ops.unsqueeze(ops.squeeze(a, 1), 0), f64: ([a]) => R.f64([1, 3, 2], a.data) },
-  { name: "reshape (view)", shapes: [[4, 6]], f32: ([a]) => ops.reshape(a, [2, -1, 3]), f64: ([a]) => R.f64([2, 4, 3], a.data) },
+  {
+    name: "mean",
+    shapes: [[4, 3]],
+    f32: ([a]) => ops.mean(a, -1),
+    f64: ([a]) => R.reduce(a, [1], false, (v) => v.reduce((s, x) => s + x, 0) / v.length),
+  },
+  {
+    name: "max",
+    shapes: [[3, 5]],
+    f32: ([a]) => ops.max(a, 1),
+    f64: ([a]) => R.reduce(a, [1], false, (v) => Math.max(...v)),
+  },
+  {
+    name: "softmax",
+    shapes: [[3, 4]],
+    f32: ([a]) => ops.softmax(a, 1),
+    f64: ([a]) => R.softmax(a, 1, false),
+    strided: true,
+  },
+  {
+    name: "softmax (axis 0)",
+    shapes: [[4, 2]],
+    f32: ([a]) => ops.softmax(a, 0),
+    f64: ([a]) => R.softmax(a, 0, false),
+  },
+  {
+    name: "logSoftmax",
+    shapes: [[2, 6]],
+    f32: ([a]) => ops.logSoftmax(a),
+    f64: ([a]) => R.softmax(a, 1, true),
+  },
+  {
+    name: "permute",
+    shapes: [[2, 3, 4]],
+    f32: ([a]) => ops.permute(a, [2, 0, 1]),
+    f64: ([a]) => R.viewOp(a, (t) => t.permute([2, 0, 1])),
+  },
+  {
+    name: "slice with step",
+    shapes: [[7, 3]],
+    f32: ([a]) => ops.slice(a, 0, 1, 7, 2),
+    f64: ([a]) => R.viewOp(a, (t) => t.slice(0, 1, 7, 2)),
+  },
+  {
+    name: "select",
+    shapes: [[3, 4]],
+    f32: ([a]) => ops.select(a, 1, 2),
+    f64: ([a]) => R.viewOp(a, (t) => t.select(1, 2)),
+  },
+  {
+    name: "flip",
+    shapes: [[3, 4]],
+    f32: ([a]) => ops.flip(a, 1),
+    f64: ([a]) => R.viewOp(a, (t) => t.flip(1)),
+  },
+  {
+    name: "expand",
+    shapes: [[3, 1]],
+    f32: ([a]) => ops.expand(a, [2, 3, 4]),
+    f64: ([a]) => R.viewOp(a, (t) => t.expand([2, 3, 4])),
+  },
+  {
+    name: "unsqueeze and squeeze",
+    shapes: [[3, 1, 2]],
+    f32: ([a]) => ops.unsqueeze(ops.squeeze(a, 1), 0),
+    f64: ([a]) => R.f64([1, 3, 2], a.data),
+  },
+  {
+    name: "reshape (view)",
+    shapes: [[4, 6]],
+    f32: ([a]) => ops.reshape(a, [2, -1, 3]),
+    f64: ([a]) => R.f64([2, 4, 3], a.data),
+  },
   {
     name: "reshape (copy of a strided input)",
     shapes: [[3, 4]],

@@ -183,7 +183,10 @@ test("backward(grad) takes a gradient of the output's shape and refuses another"
   const x = leaf([1, 2], [2]);
   const y = ops.mul(x, 3);
   assert.throws(() => y.backward(), /needs a one-element tensor/);
-  assert.throws(() => y.backward(Tensor.from([1, 1, 1])), /the gradient has shape \[3\] but the tensor has \[2\]/);
+  assert.throws(
+    () => y.backward(Tensor.from([1, 1, 1])),
+    /the gradient has shape \[3\] but the tensor has \[2\]/,
+  );
   y.backward(Tensor.from([1, 10]));
   assert.deepEqual([...x.grad!.toArray()], [3, 30]);
   assert.throws(() => Tensor.from([1]).backward(), /does not require gradients/);
@@ -197,7 +200,9 @@ test("an in-place write to a saved tensor makes backward throw TensorVersionErro
   b.set(10, 0);
   assert.throws(
     () => y.backward(),
-    (e: Error) => e instanceof TensorVersionError && e.message.includes("Mul") && e.message.includes("saved at version 0, now 1"),
+    (e: Error) =>
+      e instanceof TensorVersionError && e.message.includes("Mul") &&
+      e.message.includes("saved at version 0, now 1"),
   );
 });
 
@@ -211,7 +216,10 @@ test("copyFrom into a tensor that requires gradients throws while recording, and
 
 test("only floating-point tensors can require gradients", () => {
   using i = Tensor.from([1, 2], [2], DType.I32);
-  assert.throws(() => i.withRequiresGrad(), /only plain floating-point tensors can require gradients, got I32 tensor/);
+  assert.throws(
+    () => i.withRequiresGrad(),
+    /only plain floating-point tensors can require gradients, got I32 tensor/,
+  );
 });
 
 test("gradients run under the forward pass's compute settings", () => {

@@ -4,7 +4,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { TensorShapeError } from "../src/errors.ts";
-import { broadcastShapes, checkShape, checkViewBounds, contiguousStrides, elementCount, isContiguous } from "../src/shape.ts";
+import {
+  broadcastShapes,
+  checkShape,
+  checkViewBounds,
+  contiguousStrides,
+  elementCount,
+  isContiguous,
+} from "../src/shape.ts";
 import {
   expandView,
   flipView,
@@ -105,13 +112,19 @@ function steps(rng: Xorshift128): Step[] {
       if (size === 0) return null;
       const index = randomInt(rng, size);
       const shape = oracle.shape.filter((_, d) => d !== axis);
-      return [selectView(view, axis, index), gather(oracle, shape, (i) => [...i.slice(0, axis), index, ...i.slice(axis)])];
+      return [
+        selectView(view, axis, index),
+        gather(oracle, shape, (i) => [...i.slice(0, axis), index, ...i.slice(axis)]),
+      ];
     },
     (view, oracle) => {
       if (view.shape.length === 0) return null;
       const axis = randomInt(rng, view.shape.length);
       const size = view.shape[axis];
-      return [flipView(view, axis), gather(oracle, [...oracle.shape], (i) => i.map((v, d) => (d === axis ? size - 1 - v : v)))];
+      return [
+        flipView(view, axis),
+        gather(oracle, [...oracle.shape], (i) => i.map((v, d) => (d === axis ? size - 1 - v : v))),
+      ];
     },
     (view, oracle) => {
       if (view.shape.length >= 8) return null;
@@ -127,8 +140,14 @@ function steps(rng: Xorshift128): Step[] {
     (view, oracle) => {
       if (view.shape.length >= 8) return null;
       const lead = randomInt(rng, Math.min(2, 8 - view.shape.length) + 1);
-      const target = [...Array.from({ length: lead }, () => 1 + randomInt(rng, 3)), ...view.shape.map((e) => (e === 1 ? 1 + randomInt(rng, 3) : e))];
-      return [expandView(view, target), gather(oracle, target, (i) => i.slice(lead).map((v, d) => (view.shape[d] === 1 ? 0 : v)))];
+      const target = [
+        ...Array.from({ length: lead }, () => 1 + randomInt(rng, 3)),
+        ...view.shape.map((e) => (e === 1 ? 1 + randomInt(rng, 3) : e)),
+      ];
+      return [
+        expandView(view, target),
+        gather(oracle, target, (i) => i.slice(lead).map((v, d) => (view.shape[d] === 1 ? 0 : v))),
+      ];
     },
   ];
 }
@@ -191,13 +210,18 @@ test("reshape viewability agrees with a brute-force search on random strided inp
   for (let trial = 0; trial < 4000; trial++) {
     const shape = randomShape(rng, 5).map((e) => e + (randomInt(rng, 3) === 0 ? 0 : 1));
     let view: ViewMeta = { shape, strides: contiguousStrides(shape), offset: 0 };
-    let oracle: Oracle = { shape: [...shape], offsets: Array.from({ length: elementCount(shape) }, (_, i) => i) };
+    let oracle: Oracle = {
+      shape: [...shape],
+      offsets: Array.from({ length: elementCount(shape) }, (_, i) => i),
+    };
     for (let s = 0; s < 3; s++) {
       const next = ops[randomInt(rng, ops.length)](view, oracle);
       if (next !== null) [view, oracle] = next;
     }
     const count = elementCount(view.shape);
-    const target = count === 0 ? [0, ...factorizations(1 + randomInt(rng, 4), rng)] : factorizations(count, rng);
+    const target = count === 0
+      ? [0, ...factorizations(1 + randomInt(rng, 4), rng)]
+      : factorizations(count, rng);
     const result = tryReshapeView(view, target);
     const expected = bruteForceReshape(oracle.offsets, target);
     if (result === null) {
@@ -218,7 +242,11 @@ test("reshape of a contiguous tensor keeps contiguous strides, extent-1 axes inc
   assert.deepEqual(tryReshapeView(view, [24, 1]), { shape: [24, 1], strides: [1, 1], offset: 5 });
   const transposed = permuteView({ shape: [2, 3], strides: [3, 1], offset: 0 }, [1, 0]);
   assert.equal(tryReshapeView(transposed, [6]), null);
-  assert.deepEqual(tryReshapeView({ shape: [0, 3], strides: [3, 1], offset: 0 }, [3, 0, 2]), { shape: [3, 0, 2], strides: [0, 2, 1], offset: 0 });
+  assert.deepEqual(tryReshapeView({ shape: [0, 3], strides: [3, 1], offset: 0 }, [3, 0, 2]), {
+    shape: [3, 0, 2],
+    strides: [0, 2, 1],
+    offset: 0,
+  });
 });
 
 test("view rules at their edges: slice offsets, flip of empty axes, unsqueeze strides", () => {
@@ -226,14 +254,21 @@ test("view rules at their edges: slice offsets, flip of empty axes, unsqueeze st
   assert.deepEqual(sliceView(base, 1, 1, 5, 2), { shape: [4, 2], strides: [5, 2], offset: 1 });
   assert.deepEqual(sliceView(base, 0, 4, 4), { shape: [0, 5], strides: [5, 1], offset: 0 });
   assert.deepEqual(sliceView(base, -1, -3, -1), { shape: [4, 2], strides: [5, 1], offset: 2 });
-  assert.deepEqual(flipView({ shape: [0, 2], strides: [2, 1], offset: 3 }, 0), { shape: [0, 2], strides: [-2, 1], offset: 3 });
+  assert.deepEqual(flipView({ shape: [0, 2], strides: [2, 1], offset: 3 }, 0), {
+    shape: [0, 2],
+    strides: [-2, 1],
+    offset: 3,
+  });
   assert.deepEqual(unsqueezeView(base, 1), { shape: [4, 1, 5], strides: [5, 5, 1], offset: 0 });
   assert.deepEqual(unsqueezeView(base, 2), { shape: [4, 5, 1], strides: [5, 1, 1], offset: 0 });
   assert.deepEqual(unsqueezeView(base, -1), { shape: [4, 5, 1], strides: [5, 1, 1], offset: 0 });
   assert.deepEqual(selectView(base, 1, -1), { shape: [4], strides: [5], offset: 4 });
   assert.throws(() => sliceView(base, 1, 3, 2), /0 <= start <= end <= 5/);
   assert.throws(() => sliceView(base, 1, 0, 2, 0), /step must be at least 1/);
-  assert.throws(() => selectView(base, 0, 4), (e: Error) => e instanceof TensorShapeError && /index 4 is out of range for axis 0/.test(e.message));
+  assert.throws(
+    () => selectView(base, 0, 4),
+    (e: Error) => e instanceof TensorShapeError && /index 4 is out of range for axis 0/.test(e.message),
+  );
   assert.throws(() => squeezeView(base, 0), /axis 0 of \[4, 5\] has extent 4, not 1/);
   assert.throws(() => expandView(base, [4, 6]), /dimension 1 is 5, which is neither 1 nor 6/);
   assert.throws(() => permuteView(base, [0, 0]), /names axis 0 twice/);
@@ -251,7 +286,10 @@ test("shape limits: rank, extents, every prefix product, broadcasting", () => {
   assert.deepEqual(broadcastShapes("add", [2, 1, 3], [4, 1]), [2, 4, 3]);
   assert.deepEqual(broadcastShapes("add", [], [3]), [3]);
   assert.deepEqual(broadcastShapes("add", [0, 1], [1, 5]), [0, 5]);
-  assert.throws(() => broadcastShapes("add", [2, 3], [4]), /cannot broadcast shapes \[2, 3\] and \[4\]: dimension 1 of the result is 3 in one and 4 in the other/);
+  assert.throws(
+    () => broadcastShapes("add", [2, 3], [4]),
+    /cannot broadcast shapes \[2, 3\] and \[4\]: dimension 1 of the result is 3 in one and 4 in the other/,
+  );
   assert.throws(() => broadcastShapes("add", [65536, 1], [1, 65536]), /more than 2\^31 - 1 elements/);
 });
 

@@ -46,13 +46,27 @@ function accumulate(leaf: LeafNode, g: Tensor): void {
     return;
   }
   const grad = leaf.grad;
-  kernels().binary(BinaryOp.Add, grad.shape, grad.operand("backward"), grad.operand("backward"), g.operand("backward"), computeSettings());
+  kernels().binary(
+    BinaryOp.Add,
+    grad.shape,
+    grad.operand("backward"),
+    grad.operand("backward"),
+    g.operand("backward"),
+    computeSettings(),
+  );
   grad.storage.bumpVersion();
 }
 
 function addGradients(a: Tensor, b: Tensor): Tensor {
   const out = allocate("backward", a.shape, 1, false, { scoped: true });
-  kernels().binary(BinaryOp.Add, a.shape, out.operand("backward"), a.operand("backward"), b.operand("backward"), computeSettings());
+  kernels().binary(
+    BinaryOp.Add,
+    a.shape,
+    out.operand("backward"),
+    a.operand("backward"),
+    b.operand("backward"),
+    computeSettings(),
+  );
   return out;
 }
 
@@ -60,16 +74,30 @@ function addGradients(a: Tensor, b: Tensor): Tensor {
 export function backward(root: Tensor, grad?: Tensor): void {
   const start = nodeOf(root);
   if (start === null) {
-    throw new TypeError("backward: this tensor does not require gradients (no input was made with withRequiresGrad(), or gradients were off)");
+    throw new TypeError(
+      "backward: this tensor does not require gradients (no input was made with withRequiresGrad(), or gradients were off)",
+    );
   }
   if (grad !== undefined && (grad.rank !== root.rank || grad.shape.some((e, i) => e !== root.shape[i]))) {
-    throw new TensorShapeError("backward", `the gradient has shape ${formatShape(grad.shape)} but the tensor has ${formatShape(root.shape)}`, [root.shape, grad.shape]);
+    throw new TensorShapeError(
+      "backward",
+      `the gradient has shape ${formatShape(grad.shape)} but the tensor has ${formatShape(root.shape)}`,
+      [root.shape, grad.shape],
+    );
   }
   if (grad === undefined && root.size !== 1) {
-    throw new TensorShapeError("backward", `backward() without a gradient needs a one-element tensor, got ${formatShape(root.shape)}; pass backward(grad)`, [root.shape]);
+    throw new TensorShapeError(
+      "backward",
+      `backward() without a gradient needs a one-element tensor, got ${
+        formatShape(root.shape)
+      }; pass backward(grad)`,
+      [root.shape],
+    );
   }
   if (start instanceof BackwardRecord && start.isReleased) {
-    throw new Error("backward: this graph was already consumed by a backward pass; run the forward pass again");
+    throw new Error(
+      "backward: this graph was already consumed by a backward pass; run the forward pass again",
+    );
   }
   using _scope = new ActivationScope();
   const seed = grad ?? allocate("backward", root.shape, 1, false, { scoped: true });
@@ -93,7 +121,10 @@ export function backward(root: Tensor, grad?: Tensor): void {
         return;
       }
       const previous = grads.get(node);
-      grads.set(node, previous === undefined ? gi : runBackwardRule(record.settings, () => addGradients(previous, gi)));
+      grads.set(
+        node,
+        previous === undefined ? gi : runBackwardRule(record.settings, () => addGradients(previous, gi)),
+      );
     });
   }
 }

@@ -171,6 +171,13 @@ export function record(
 ): Tensor {
   const entries = inputs.map((t) => ({ node: nodeOf(t), shape: t.shape, dtype: t.dtype }));
   const saved = (parts.saved ?? []).map((t) => (t === null ? null : new SavedTensor(t)));
-  result.gradFn = new BackwardRecord(op, entries, saved, parts.ints ?? [], parts.floats ?? [], parts.owned ?? []);
+  result.gradFn = new BackwardRecord(
+    op,
+    entries,
+    saved,
+    parts.ints ?? [],
+    parts.floats ?? [],
+    parts.owned ?? [],
+  );
   return result;
 }

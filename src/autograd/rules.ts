@@ -56,9 +56,21 @@ const GELU_A = 0.044715;
 
 const rules: Record<OpKind, BackwardRule> = {
   // d(a + b) = g, summed to each input's shape.
-  Add: (r, g) => [r.needsGrad(0) ? sumToShape(g, r.inputShape(0)) : null, r.needsGrad(1) ? sumToShape(g, r.inputShape(1)) : null],
+  Add: (
+    r,
+    g,
+  ) => [
+    r.needsGrad(0) ? sumToShape(g, r.inputShape(0)) : null,
+    r.needsGrad(1) ? sumToShape(g, r.inputShape(1)) : null,
+  ],
   // d(a − b): g for a, −g for b.
-  Sub: (r, g) => [r.needsGrad(0) ? sumToShape(g, r.inputShape(0)) : null, r.needsGrad(1) ? sumToShape(neg(g), r.inputShape(1)) : null],
+  Sub: (
+    r,
+    g,
+  ) => [
+    r.needsGrad(0) ? sumToShape(g, r.inputShape(0)) : null,
+    r.needsGrad(1) ? sumToShape(neg(g), r.inputShape(1)) : null,
+  ],
   // da = g·b (slot 1), db = g·a (slot 0).
   Mul: (r, g) => [
     r.needsGrad(0) ? sumToShape(mul(g, r.savedTensor(1)), r.inputShape(0)) : null,
@@ -68,7 +80,9 @@ const rules: Record<OpKind, BackwardRule> = {
   Div: (r, g) => {
     const b = r.savedTensor(1);
     const da = r.needsGrad(0) ? sumToShape(div(g, b), r.inputShape(0)) : null;
-    const db = r.needsGrad(1) ? sumToShape(neg(div(mul(g, r.savedTensor(0)), mul(b, b))), r.inputShape(1)) : null;
+    const db = r.needsGrad(1)
+      ? sumToShape(neg(div(mul(g, r.savedTensor(0)), mul(b, b))), r.inputShape(1))
+      : null;
     return [da, db];
   },
   // −g.
@@ -198,7 +212,11 @@ export function runRule(record: BackwardRecord, g: Tensor): (Tensor | null)[] {
   grads.forEach((grad, i) => {
     const shape = record.inputShape(i);
     if (grad !== null && (grad.rank !== shape.length || grad.shape.some((e, d) => e !== shape[d]))) {
-      throw new Error(`backward of ${record.op}: gradient ${i} has shape ${formatShape(grad.shape)}, its input ${formatShape(shape)}`);
+      throw new Error(
+        `backward of ${record.op}: gradient ${i} has shape ${formatShape(grad.shape)}, its input ${
+          formatShape(shape)
+        }`,
+      );
     }
   });
   return grads;

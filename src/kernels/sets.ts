@@ -9,8 +9,19 @@ import { nativeKernels as nativeCompute } from "./native.ts";
 import { referenceKernels as referenceCompute } from "./reference.ts";
 import { nativeCopy, referenceCopy } from "../movement/copy.ts";
 import { nativeCast, referenceCast } from "../movement/cast.ts";
-import { nativeFromBlocked, nativeToBlocked, referenceFromBlocked, referenceToBlocked } from "../movement/layout.ts";
-import { nativeDequantize, nativeQuantize, type QuantFormat, referenceDequantize, referenceQuantize } from "../movement/quant.ts";
+import {
+  nativeFromBlocked,
+  nativeToBlocked,
+  referenceFromBlocked,
+  referenceToBlocked,
+} from "../movement/layout.ts";
+import {
+  nativeDequantize,
+  nativeQuantize,
+  type QuantFormat,
+  referenceDequantize,
+  referenceQuantize,
+} from "../movement/quant.ts";
 import type { DType } from "../dtype.ts";
 
 /**
@@ -32,11 +43,16 @@ export const nativeKernels: KernelSet = {
   matMul: nativeCompute.matMul,
   maxPool2d: nativeCompute.maxPool2d,
   copy: (elementBytes, shape, out, a, settings) => nativeCopy(elementBytes, shape, out, a, settings.threads),
-  cast: (outDType, aDType, shape, out, a, settings) => nativeCast(outDType as DType, aDType as DType, shape, out, a, settings.threads),
-  toBlocked: (shape, b, bytes, out, a, settings) => nativeToBlocked(shape, b, bytes, out, a, settings.threads),
-  fromBlocked: (shape, b, bytes, out, a, settings) => nativeFromBlocked(shape, b, bytes, out, a, settings.threads),
-  quantize: (format, blocks, out, a, settings) => nativeQuantize(format as QuantFormat, blocks, out, a, settings.threads),
-  dequantize: (format, blocks, out, a, settings) => nativeDequantize(format as QuantFormat, blocks, out, a, settings.threads),
+  cast: (outDType, aDType, shape, out, a, settings) =>
+    nativeCast(outDType as DType, aDType as DType, shape, out, a, settings.threads),
+  toBlocked: (shape, b, bytes, out, a, settings) =>
+    nativeToBlocked(shape, b, bytes, out, a, settings.threads),
+  fromBlocked: (shape, b, bytes, out, a, settings) =>
+    nativeFromBlocked(shape, b, bytes, out, a, settings.threads),
+  quantize: (format, blocks, out, a, settings) =>
+    nativeQuantize(format as QuantFormat, blocks, out, a, settings.threads),
+  dequantize: (format, blocks, out, a, settings) =>
+    nativeDequantize(format as QuantFormat, blocks, out, a, settings.threads),
 };
 
 /**

@@ -166,7 +166,13 @@ export interface TensorKernels {
 /** Data movement through the seam, so that the reference set runs every operation end to end too. */
 export interface MovementKernels {
   /** out = a over `shape`, elements of `elementBytes` bytes (1, 2, 4 or 8), any strides. */
-  copy(elementBytes: number, shape: readonly number[], out: KernelOperand, a: KernelOperand, settings: ComputeSettings): void;
+  copy(
+    elementBytes: number,
+    shape: readonly number[],
+    out: KernelOperand,
+    a: KernelOperand,
+    settings: ComputeSettings,
+  ): void;
 
   /** out = cast(a) over `shape` by the rules of spec 000 §10; dtypes are codes of `DType`. */
   cast(
@@ -185,16 +191,42 @@ export type BlockedOperand = Pick<KernelOperand, "pointer" | "data" | "offset">;
 /** Layout and quantized-block movement through the seam. */
 export interface BlockKernels {
   /** Writes the logical NCHW tensor `a` (any strides) into the blocked span `out` (B = `blockSize`). */
-  toBlocked(shape: readonly number[], blockSize: number, elementBytes: number, out: BlockedOperand, a: KernelOperand, settings: ComputeSettings): void;
+  toBlocked(
+    shape: readonly number[],
+    blockSize: number,
+    elementBytes: number,
+    out: BlockedOperand,
+    a: KernelOperand,
+    settings: ComputeSettings,
+  ): void;
 
   /** Writes the blocked span `a` into the logical NCHW tensor `out` (any strides without overlap). */
-  fromBlocked(shape: readonly number[], blockSize: number, elementBytes: number, out: KernelOperand, a: BlockedOperand, settings: ComputeSettings): void;
+  fromBlocked(
+    shape: readonly number[],
+    blockSize: number,
+    elementBytes: number,
+    out: KernelOperand,
+    a: BlockedOperand,
+    settings: ComputeSettings,
+  ): void;
 
   /** Quantizes `blocks` blocks of 32 contiguous f32 values of `a` into `out` (offset in blocks); `format` is Q4_0 or Q8_0. */
-  quantize(format: number, blocks: number, out: BlockedOperand, a: BlockedOperand, settings: ComputeSettings): void;
+  quantize(
+    format: number,
+    blocks: number,
+    out: BlockedOperand,
+    a: BlockedOperand,
+    settings: ComputeSettings,
+  ): void;
 
   /** Dequantizes `blocks` blocks of `a` (offset in blocks) into contiguous f32 values of `out`. */
-  dequantize(format: number, blocks: number, out: BlockedOperand, a: BlockedOperand, settings: ComputeSettings): void;
+  dequantize(
+    format: number,
+    blocks: number,
+    out: BlockedOperand,
+    a: BlockedOperand,
+    settings: ComputeSettings,
+  ): void;
 }
 
 /** A complete kernel set: compute and data movement. */

@@ -63,6 +63,7 @@ function assertCast(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { nativeCast } from "./cast.ts";
  * import { DType } from "../dtype.ts";
  * import { ffi } from "../native/runtime.ts";
@@ -70,7 +71,7 @@ function assertCast(
  * const dst = new Int32Array(4);
  * const operand = (data: Float32Array | Int32Array) => ({ pointer: ffi.pointerOf(data), data, offset: 0, strides: [1] });
  * nativeCast(DType.I32, DType.F32, [4], operand(dst), operand(src));
- * console.assert(dst.join() === "1,-2,0,2147483647");
+ * assert.ok(dst.join() === "1,-2,0,2147483647");
  * ```
  */
 export function nativeCast(
@@ -99,8 +100,9 @@ type Scalar =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { roundInteger } from "./cast.ts";
- * console.assert(roundInteger(16777217n, 24) === 16777216 && roundInteger(16777219n, 24) === 16777220);
+ * assert.ok(roundInteger(16777217n, 24) === 16777216 && roundInteger(16777219n, 24) === 16777220);
  * ```
  */
 export function roundInteger(value: bigint, precision: number): number {
@@ -280,6 +282,7 @@ function intToF16Bits(value: bigint): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { referenceCast } from "./cast.ts";
  * import { DType } from "../dtype.ts";
  * import type { KernelOperand } from "../kernels/types.ts";
@@ -287,10 +290,10 @@ function intToF16Bits(value: bigint): number {
  * const src = new Int32Array([300, -1, 16777217]);
  * const bytes = new Uint8Array(3);
  * referenceCast(DType.U8, DType.I32, [3], operand(bytes), operand(src));
- * console.assert(bytes.join() === "44,255,1");                 // wraps modulo 2^8
+ * assert.ok(bytes.join() === "44,255,1");                 // wraps modulo 2^8
  * const floats = new Float32Array(3);
  * referenceCast(DType.F32, DType.I32, [3], operand(floats), operand(src));
- * console.assert(floats[2] === 16777216);                      // 2^24 + 1 ties to even
+ * assert.ok(floats[2] === 16777216);                      // 2^24 + 1 ties to even
  * ```
  */
 export function referenceCast(

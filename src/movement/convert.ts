@@ -17,8 +17,9 @@ const scratchU32 = new Uint32Array(scratchF32.buffer);
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { f32Bits } from "./convert.ts";
- * console.assert(f32Bits(1) === 0x3f800000 && f32Bits(-0) === 0x80000000);
+ * assert.ok(f32Bits(1) === 0x3f800000 && f32Bits(-0) === 0x80000000);
  * ```
  */
 export function f32Bits(x: number): number {
@@ -31,8 +32,9 @@ export function f32Bits(x: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { f32FromBits } from "./convert.ts";
- * console.assert(f32FromBits(0x40490fdb) === Math.fround(Math.PI));
+ * assert.ok(f32FromBits(0x40490fdb) === Math.fround(Math.PI));
  * ```
  */
 export function f32FromBits(bits: number): number {
@@ -47,10 +49,11 @@ export function f32FromBits(bits: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { f32BitsToF16Bits } from "./convert.ts";
- * console.assert(f32BitsToF16Bits(0x3f800000) === 0x3c00);   // 1
- * console.assert(f32BitsToF16Bits(0x477ff000) === 0x7c00);   // 65520 ties to even: infinity
- * console.assert(f32BitsToF16Bits(0x7f800001) === 0x7e00);   // a signalling NaN comes back quiet
+ * assert.ok(f32BitsToF16Bits(0x3f800000) === 0x3c00);   // 1
+ * assert.ok(f32BitsToF16Bits(0x477ff000) === 0x7c00);   // 65520 ties to even: infinity
+ * assert.ok(f32BitsToF16Bits(0x7f800001) === 0x7e00);   // a signalling NaN comes back quiet
  * ```
  */
 export function f32BitsToF16Bits(bits: number): number {
@@ -78,8 +81,9 @@ export function f32BitsToF16Bits(bits: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { f32ToF16Bits } from "./convert.ts";
- * console.assert(f32ToF16Bits(1.5) === 0x3e00 && f32ToF16Bits(-Infinity) === 0xfc00);
+ * assert.ok(f32ToF16Bits(1.5) === 0x3e00 && f32ToF16Bits(-Infinity) === 0xfc00);
  * ```
  */
 export function f32ToF16Bits(x: number): number {
@@ -92,9 +96,10 @@ export function f32ToF16Bits(x: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { f16BitsToF32Bits } from "./convert.ts";
- * console.assert(f16BitsToF32Bits(0x3c00) === 0x3f800000);
- * console.assert(f16BitsToF32Bits(0x7c01) === 0x7fc02000);
+ * assert.ok(f16BitsToF32Bits(0x3c00) === 0x3f800000);
+ * assert.ok(f16BitsToF32Bits(0x7c01) === 0x7fc02000);
  * ```
  */
 export function f16BitsToF32Bits(h: number): number {
@@ -111,8 +116,9 @@ export function f16BitsToF32Bits(h: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { f16BitsToF32 } from "./convert.ts";
- * console.assert(f16BitsToF32(0x3555) === 0.333251953125 && f16BitsToF32(0x0001) === 2 ** -24);
+ * assert.ok(f16BitsToF32(0x3555) === 0.333251953125 && f16BitsToF32(0x0001) === 2 ** -24);
  * ```
  */
 export function f16BitsToF32(h: number): number {
@@ -125,9 +131,10 @@ export function f16BitsToF32(h: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { f32BitsToBf16Bits } from "./convert.ts";
- * console.assert(f32BitsToBf16Bits(0x3f808000) === 0x3f80);  // a tie goes to even
- * console.assert(f32BitsToBf16Bits(0x7f800001) === 0x7fc0);  // NaN made quiet
+ * assert.ok(f32BitsToBf16Bits(0x3f808000) === 0x3f80);  // a tie goes to even
+ * assert.ok(f32BitsToBf16Bits(0x7f800001) === 0x7fc0);  // NaN made quiet
  * ```
  */
 export function f32BitsToBf16Bits(bits: number): number {
@@ -140,8 +147,9 @@ export function f32BitsToBf16Bits(bits: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { f32ToBf16Bits } from "./convert.ts";
- * console.assert(f32ToBf16Bits(1) === 0x3f80 && f32ToBf16Bits(-2) === 0xc000);
+ * assert.ok(f32ToBf16Bits(1) === 0x3f80 && f32ToBf16Bits(-2) === 0xc000);
  * ```
  */
 export function f32ToBf16Bits(x: number): number {
@@ -153,8 +161,9 @@ export function f32ToBf16Bits(x: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { bf16BitsToF32Bits } from "./convert.ts";
- * console.assert(bf16BitsToF32Bits(0x3f80) === 0x3f800000 && bf16BitsToF32Bits(0x7f81) === 0x7fc10000);
+ * assert.ok(bf16BitsToF32Bits(0x3f80) === 0x3f800000 && bf16BitsToF32Bits(0x7f81) === 0x7fc10000);
  * ```
  */
 export function bf16BitsToF32Bits(b: number): number {
@@ -167,8 +176,9 @@ export function bf16BitsToF32Bits(b: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { bf16BitsToF32 } from "./convert.ts";
- * console.assert(bf16BitsToF32(0x4049) === 3.140625);
+ * assert.ok(bf16BitsToF32(0x4049) === 3.140625);
  * ```
  */
 export function bf16BitsToF32(b: number): number {

@@ -26,8 +26,9 @@ function isInt32(x: number): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { assertShape } from "./copy.ts";
- * console.assert(assertShape("copy", [2, 3, 0]) === 0 && assertShape("copy", []) === 1);
+ * assert.ok(assertShape("copy", [2, 3, 0]) === 0 && assertShape("copy", []) === 1);
  * ```
  */
 export function assertShape(op: string, shape: readonly number[]): number {
@@ -50,6 +51,7 @@ export function assertShape(op: string, shape: readonly number[]): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { assertOperand } from "./copy.ts";
  * assertOperand("copy", "the source", [2, 3], { offset: 2, strides: [-1, 2] }, 7);   // reaches 1 to 6
  * let threw = false;
@@ -58,7 +60,7 @@ export function assertShape(op: string, shape: readonly number[]): number {
  * } catch {
  *   threw = true;
  * }
- * console.assert(threw);
+ * assert.ok(threw);
  * ```
  */
 export function assertOperand(
@@ -95,10 +97,11 @@ export function assertOperand(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { capacityOf } from "./copy.ts";
  * import type { KernelOperand } from "../kernels/types.ts";
  * const operand = { data: new Uint8Array(40) } as unknown as KernelOperand;
- * console.assert(capacityOf(operand, 18) === 2 && capacityOf(operand, 4) === 10);
+ * assert.ok(capacityOf(operand, 18) === 2 && capacityOf(operand, 4) === 10);
  * ```
  */
 export function capacityOf(operand: KernelOperand, elementBytes: number): number {
@@ -119,13 +122,14 @@ function assertElementBytes(op: string, elementBytes: number): void {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { nativeCopy } from "./copy.ts";
  * import { ffi } from "../native/runtime.ts";
  * const src = new Float32Array([1, 2, 3, 4, 5, 6]);
  * const dst = new Float32Array(6);
  * const operand = (data: Float32Array, strides: number[]) => ({ pointer: ffi.pointerOf(data), data, offset: 0, strides });
  * nativeCopy(4, [3, 2], operand(dst, [2, 1]), operand(src, [1, 3]));   // the transpose of a 2×3 matrix
- * console.assert(dst.join() === "1,4,2,5,3,6");
+ * assert.ok(dst.join() === "1,4,2,5,3,6");
  * ```
  */
 export function nativeCopy(
@@ -150,10 +154,11 @@ export function nativeCopy(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { forEachOffset } from "./copy.ts";
  * const seen: number[] = [];
  * forEachOffset([2, 2], [{ offset: 1, strides: [1, 2] }], ([o]) => seen.push(o));
- * console.assert(seen.join() === "1,3,2,4");
+ * assert.ok(seen.join() === "1,3,2,4");
  * ```
  */
 export function forEachOffset(
@@ -185,10 +190,11 @@ export function forEachOffset(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { rawView } from "./copy.ts";
  * import type { KernelOperand } from "../kernels/types.ts";
  * const operand = { data: new Float32Array([1]) } as unknown as KernelOperand;
- * console.assert(rawView(operand, 4)[0] === 0x3f800000);
+ * assert.ok(rawView(operand, 4)[0] === 0x3f800000);
  * ```
  */
 export function rawView(
@@ -206,6 +212,7 @@ export function rawView(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { referenceCopy } from "./copy.ts";
  * import type { KernelOperand } from "../kernels/types.ts";
  * const src = new Uint8Array([7, 8, 9]);
@@ -213,7 +220,7 @@ export function rawView(
  * const operand = (data: Uint8Array, offset: number, strides: number[]) =>
  *   ({ pointer: null, data, offset, strides }) as unknown as KernelOperand;
  * referenceCopy(1, [2, 3], operand(dst, 0, [3, 1]), operand(src, 2, [0, -1]));   // reversed, broadcast
- * console.assert(dst.join() === "9,8,7,9,8,7");
+ * assert.ok(dst.join() === "9,8,7,9,8,7");
  * ```
  */
 export function referenceCopy(

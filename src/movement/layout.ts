@@ -26,8 +26,9 @@ import { assertOperand, capacityOf, rawView } from "./copy.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { MAX_BLOCK_SIZE } from "./layout.ts";
- * console.assert(MAX_BLOCK_SIZE === 256);
+ * assert.ok(MAX_BLOCK_SIZE === 256);
  * ```
  */
 export const MAX_BLOCK_SIZE = 256;
@@ -40,8 +41,9 @@ export type BlockedOperand = Pick<KernelOperand, "pointer" | "data" | "offset">;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { blockedShape } from "./layout.ts";
- * console.assert(blockedShape([2, 5, 3, 4], 4).join() === "2,2,3,4,4");
+ * assert.ok(blockedShape([2, 5, 3, 4], 4).join() === "2,2,3,4,4");
  * ```
  */
 export function blockedShape(shape: readonly number[], blockSize: number): number[] {
@@ -94,13 +96,14 @@ function setArgs(shape: readonly number[], blockSize: number, elementBytes: numb
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { nativeToBlocked } from "./layout.ts";
  * import { ffi } from "../native/runtime.ts";
  * const nchw = new Float32Array([1, 2, 3, 4, 5, 6]);          // N=1, C=3, H=1, W=2
  * const blocked = new Float32Array(8).fill(-1);               // B=2: 2 blocks × 2 pixels × 2 lanes
  * nativeToBlocked([1, 3, 1, 2], 2, 4, { pointer: ffi.pointerOf(blocked), data: blocked, offset: 0 },
  *   { pointer: ffi.pointerOf(nchw), data: nchw, offset: 0, strides: [6, 2, 2, 1] });
- * console.assert(blocked.join() === "1,3,2,4,5,0,6,0");
+ * assert.ok(blocked.join() === "1,3,2,4,5,0,6,0");
  * ```
  */
 export function nativeToBlocked(
@@ -125,13 +128,14 @@ export function nativeToBlocked(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { nativeFromBlocked } from "./layout.ts";
  * import { ffi } from "../native/runtime.ts";
  * const blocked = new Float32Array([1, 3, 2, 4, 5, 0, 6, 0]);
  * const nhwc = new Float32Array(6);                           // written as NHWC: strides (6, 1, 6, 3)
  * nativeFromBlocked([1, 3, 1, 2], 2, 4, { pointer: ffi.pointerOf(nhwc), data: nhwc, offset: 0, strides: [6, 1, 6, 3] },
  *   { pointer: ffi.pointerOf(blocked), data: blocked, offset: 0 });
- * console.assert(nhwc.join() === "1,3,5,2,4,6");
+ * assert.ok(nhwc.join() === "1,3,5,2,4,6");
  * ```
  */
 export function nativeFromBlocked(
@@ -181,13 +185,14 @@ function units(elementBytes: number): [1 | 2 | 4, number] {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { referenceToBlocked } from "./layout.ts";
  * import type { KernelOperand } from "../kernels/types.ts";
  * const nchw = new Uint8Array([1, 2, 3]);                     // N=1, C=3, H=W=1
  * const blocked = new Uint8Array(4).fill(9);
  * const operand = (data: Uint8Array, strides: number[]) => ({ data, offset: 0, strides }) as unknown as KernelOperand;
  * referenceToBlocked([1, 3, 1, 1], 4, 1, operand(blocked, []), operand(nchw, [3, 1, 1, 1]));
- * console.assert(blocked.join() === "1,2,3,0");
+ * assert.ok(blocked.join() === "1,2,3,0");
  * ```
  */
 export function referenceToBlocked(
@@ -215,13 +220,14 @@ export function referenceToBlocked(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { referenceFromBlocked } from "./layout.ts";
  * import type { KernelOperand } from "../kernels/types.ts";
  * const blocked = new Uint8Array([1, 2, 3, 0]);
  * const nchw = new Uint8Array(3);
  * const operand = (data: Uint8Array, strides: number[]) => ({ data, offset: 0, strides }) as unknown as KernelOperand;
  * referenceFromBlocked([1, 3, 1, 1], 4, 1, operand(nchw, [3, 1, 1, 1]), operand(blocked, []));
- * console.assert(nchw.join() === "1,2,3");
+ * assert.ok(nchw.join() === "1,2,3");
  * ```
  */
 export function referenceFromBlocked(
@@ -296,11 +302,12 @@ function plainElementBytes(op: string, t: Tensor): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Tensor } from "../tensor.ts";
  * import { toBlocked } from "./layout.ts";
  * using t = Tensor.from([1, 2, 3, 4, 5, 6], [1, 3, 1, 2]);
  * using b = toBlocked(t, 2);
- * console.assert(b.blockSize === 2 && Array.from(b.data() as Float32Array).join() === "1,3,2,4,5,0,6,0");
+ * assert.ok(b.blockSize === 2 && Array.from(b.data() as Float32Array).join() === "1,3,2,4,5,0,6,0");
  * ```
  */
 export function toBlocked(t: Tensor, blockSize: number, options: BlockedOptions = {}): Tensor {
@@ -332,13 +339,14 @@ export function toBlocked(t: Tensor, blockSize: number, options: BlockedOptions 
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Tensor } from "../tensor.ts";
  * import { fromBlocked, toBlocked } from "./layout.ts";
  * using t = Tensor.from([1, 2, 3, 4, 5, 6], [1, 3, 1, 2]);
  * using b = toBlocked(t, 4);
  * using back = fromBlocked(b);
  * using nhwc = fromBlocked(b, { strides: [6, 1, 6, 3] });
- * console.assert(back.toArray().join() === "1,2,3,4,5,6" && nhwc.toArray().join() === "1,2,3,4,5,6");
+ * assert.ok(back.toArray().join() === "1,2,3,4,5,6" && nhwc.toArray().join() === "1,2,3,4,5,6");
  * ```
  */
 export function fromBlocked(t: Tensor, options: FromBlockedOptions = {}): Tensor {

@@ -33,8 +33,9 @@ export type QuantFormat = typeof DType.Q4_0 | typeof DType.Q8_0;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { BLOCK_ELEMENTS } from "./quant.ts";
- * console.assert(BLOCK_ELEMENTS === 32);
+ * assert.ok(BLOCK_ELEMENTS === 32);
  * ```
  */
 export const BLOCK_ELEMENTS = 32;
@@ -47,9 +48,10 @@ export type ContiguousOperand = Pick<KernelOperand, "pointer" | "data" | "offset
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { blockBytes } from "./quant.ts";
  * import { DType } from "../dtype.ts";
- * console.assert(blockBytes(DType.Q4_0) === 18 && blockBytes(DType.Q8_0) === 34);
+ * assert.ok(blockBytes(DType.Q4_0) === 18 && blockBytes(DType.Q8_0) === 34);
  * ```
  */
 export function blockBytes(format: QuantFormat): number {
@@ -89,6 +91,7 @@ function assertBlocks(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { nativeQuantize } from "./quant.ts";
  * import { DType } from "../dtype.ts";
  * import { ffi } from "../native/runtime.ts";
@@ -96,7 +99,7 @@ function assertBlocks(
  * const block = new Uint8Array(34);
  * nativeQuantize(DType.Q8_0, 1, { pointer: ffi.pointerOf(block), data: block, offset: 0 },
  *   { pointer: ffi.pointerOf(values), data: values, offset: 0 });
- * console.assert(block[0] === 0x08 && block[1] === 0x20 && block[2] === 127);   // d = 1/127 as f16 0x2008
+ * assert.ok(block[0] === 0x08 && block[1] === 0x20 && block[2] === 127);   // d = 1/127 as f16 0x2008
  * ```
  */
 export function nativeQuantize(
@@ -118,6 +121,7 @@ export function nativeQuantize(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { nativeDequantize } from "./quant.ts";
  * import { DType } from "../dtype.ts";
  * import { ffi } from "../native/runtime.ts";
@@ -127,7 +131,7 @@ export function nativeQuantize(
  * const values = new Float32Array(32);
  * nativeDequantize(DType.Q4_0, 1, { pointer: ffi.pointerOf(values), data: values, offset: 0 },
  *   { pointer: ffi.pointerOf(block), data: block, offset: 0 });
- * console.assert(values[0] === 14 && values[16] === 2 && values[1] === -16);
+ * assert.ok(values[0] === 14 && values[16] === 2 && values[1] === -16);
  * ```
  */
 export function nativeDequantize(
@@ -205,6 +209,7 @@ function quantizeQ4(x: Float32Array, at: number, out: Uint8Array, to: number): v
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { referenceQuantize } from "./quant.ts";
  * import { DType } from "../dtype.ts";
  * import type { KernelOperand } from "../kernels/types.ts";
@@ -214,7 +219,7 @@ function quantizeQ4(x: Float32Array, at: number, out: Uint8Array, to: number): v
  * const block = new Uint8Array(18);
  * const operand = (data: ArrayBufferView) => ({ data, offset: 0 }) as unknown as KernelOperand;
  * referenceQuantize(DType.Q4_0, 1, operand(block), operand(values));
- * console.assert(block[1] === 0x40 && block[2] === (0 | 10 << 4));
+ * assert.ok(block[1] === 0x40 && block[2] === (0 | 10 << 4));
  * ```
  */
 export function referenceQuantize(
@@ -240,6 +245,7 @@ export function referenceQuantize(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { referenceDequantize } from "./quant.ts";
  * import { DType } from "../dtype.ts";
  * import type { KernelOperand } from "../kernels/types.ts";
@@ -249,7 +255,7 @@ export function referenceQuantize(
  * const values = new Float32Array(32);
  * const operand = (data: ArrayBufferView) => ({ data, offset: 0 }) as unknown as KernelOperand;
  * referenceDequantize(DType.Q8_0, 1, operand(values), operand(block));
- * console.assert(values[0] === -1.5 && values[1] === 0);
+ * assert.ok(values[0] === -1.5 && values[1] === 0);
  * ```
  */
 export function referenceDequantize(

@@ -43,7 +43,11 @@ function copyQuantizedRows(op: string, dst: Tensor, src: Tensor): void {
 export function contiguous(t: Tensor): Tensor {
   if (t.isContiguous) return t;
   if (t.blockSize > 0) {
-    throw new TensorShapeError("contiguous", `a blocked NchwC(${t.blockSize}) tensor converts with toLayout(Layout.Nchw)`, [t.shape]);
+    throw new TensorShapeError(
+      "contiguous",
+      `a blocked NchwC(${t.blockSize}) tensor converts with toLayout(Layout.Nchw)`,
+      [t.shape],
+    );
   }
   const out = allocate("contiguous", t.shape, t.dtype, false, { scoped: true });
   copyElements("contiguous", out, t);
@@ -53,7 +57,11 @@ export function contiguous(t: Tensor): Tensor {
 /** A row-major copy that no scope tracks (recorded as Reshape, the identity on the logical tensor). */
 export function clone(t: Tensor): Tensor {
   if (t.blockSize > 0) {
-    throw new TensorShapeError("clone", `a blocked NchwC(${t.blockSize}) tensor converts with toLayout(Layout.Nchw)`, [t.shape]);
+    throw new TensorShapeError(
+      "clone",
+      `a blocked NchwC(${t.blockSize}) tensor converts with toLayout(Layout.Nchw)`,
+      [t.shape],
+    );
   }
   const out = allocate("clone", t.shape, t.dtype, false, { scoped: false });
   copyElements("clone", out, t);
@@ -67,7 +75,11 @@ export function cast(t: Tensor, dtype: DType): Tensor {
   if (from.isQuantized || to.isQuantized || t.blockSize > 0) {
     throw new DTypeError(
       "cast",
-      `cast works on plain tensors; ${from.isQuantized || to.isQuantized ? "use quantize() and dequantize() for Q4_0/Q8_0" : "convert blocked tensors with toLayout() first"}`,
+      `cast works on plain tensors; ${
+        from.isQuantized || to.isQuantized
+          ? "use quantize() and dequantize() for Q4_0/Q8_0"
+          : "convert blocked tensors with toLayout() first"
+      }`,
     );
   }
   if (dtype === t.dtype) return contiguousCopy("cast", t, true);
@@ -91,11 +103,18 @@ export function copyInto(target: Tensor, source: Tensor): void {
     );
   }
   if (target.blockSize > 0 || source.blockSize > 0) {
-    throw new TensorShapeError("copyFrom", "blocked tensors convert with toLayout(), not copyFrom()", [target.shape, source.shape]);
+    throw new TensorShapeError("copyFrom", "blocked tensors convert with toLayout(), not copyFrom()", [
+      target.shape,
+      source.shape,
+    ]);
   }
   for (let i = 0; i < target.rank; i++) {
     if (target.strides[i] === 0 && target.shape[i] > 1) {
-      throw new TensorShapeError("copyFrom", `cannot write through a broadcast view of ${formatShape(target.shape)}`, [target.shape]);
+      throw new TensorShapeError(
+        "copyFrom",
+        `cannot write through a broadcast view of ${formatShape(target.shape)}`,
+        [target.shape],
+      );
     }
   }
   const view = expandView(source, target.shape, "copyFrom");
@@ -106,9 +125,19 @@ export function copyInto(target: Tensor, source: Tensor): void {
     const to = dtypeInfo(target.dtype, "copyFrom");
     const from = dtypeInfo(source.dtype, "copyFrom");
     if (to.isQuantized || from.isQuantized) {
-      throw new DTypeError("copyFrom", `cannot copy ${from.name} into ${to.name}; use quantize() or dequantize()`);
+      throw new DTypeError(
+        "copyFrom",
+        `cannot copy ${from.name} into ${to.name}; use quantize() or dequantize()`,
+      );
     }
-    kernels().cast(target.dtype, source.dtype, target.shape, target.operand("copyFrom"), src.operand("copyFrom"), computeSettings());
+    kernels().cast(
+      target.dtype,
+      source.dtype,
+      target.shape,
+      target.operand("copyFrom"),
+      src.operand("copyFrom"),
+      computeSettings(),
+    );
   }
   target.storage.bumpVersion();
 }
@@ -130,7 +159,14 @@ function allocateBlocked(op: string, shape: readonly number[], dtype: DType, blo
   const bytes = blockedShape(shape, blockSize).reduce((a, b) => a * b, 1) * info.blockBytes;
   checkBytes(op, shape, bytes);
   const storage = Storage.rent(bytes, { scoped: true });
-  return new Tensor({ storage, dtype, shape: [...shape], strides: contiguousStrides(shape), offset: 0, blockSize });
+  return new Tensor({
+    storage,
+    dtype,
+    shape: [...shape],
+    strides: contiguousStrides(shape),
+    offset: 0,
+    blockSize,
+  });
 }
 
 /**
@@ -140,26 +176,48 @@ function allocateBlocked(op: string, shape: readonly number[], dtype: DType, blo
  */
 export function toLayout(t: Tensor, layout: Layout): Tensor {
   const op = "toLayout";
-  if (t.rank !== 4) throw new TensorShapeError(op, `layouts apply to rank-4 NCHW tensors, got ${formatShape(t.shape)}`, [t.shape]);
+  if (t.rank !== 4) {
+    throw new TensorShapeError(op, `layouts apply to rank-4 NCHW tensors, got ${formatShape(t.shape)}`, [
+      t.shape,
+    ]);
+  }
   const info = dtypeInfo(t.dtype, op);
   if (info.isQuantized) throw new DTypeError(op, `${info.name} tensors have no image layouts`);
-  if (layout.kind === "strided") throw new TensorShapeError(op, "Strided is not a target layout; use Nchw, Nhwc or nchwc(B)", [t.shape]);
+  if (layout.kind === "strided") {
+    throw new TensorShapeError(op, "Strided is not a target layout; use Nchw, Nhwc or nchwc(B)", [t.shape]);
+  }
   if (t.layout === layout) return t;
   if (layout.kind === "nchwc") {
     if (t.requiresGrad && shouldRecord(t)) {
-      throw new TypeError("toLayout: blocked NchwC(B) tensors cannot require gradients; detach() the input first");
+      throw new TypeError(
+        "toLayout: blocked NchwC(B) tensors cannot require gradients; detach() the input first",
+      );
     }
     using plain = t.blockSize > 0 ? toLayout(t, Layout.Nchw) : null;
     const source = plain ?? t;
     const out = allocateBlocked(op, t.shape, t.dtype, layout.blockSize);
-    kernels().toBlocked(t.shape, layout.blockSize, info.blockBytes, out.operand(op), source.operand(op), computeSettings());
+    kernels().toBlocked(
+      t.shape,
+      layout.blockSize,
+      info.blockBytes,
+      out.operand(op),
+      source.operand(op),
+      computeSettings(),
+    );
     return out;
   }
   const strides = layout.kind === "nhwc" ? nhwcStrides(t.shape) : contiguousStrides(t.shape);
   const out = allocate(op, t.shape, t.dtype, false, { scoped: true });
   const target = new Tensor({ storage: out.storage, dtype: t.dtype, shape: t.shape, strides, offset: 0 });
   if (t.blockSize > 0) {
-    kernels().fromBlocked(t.shape, t.blockSize, info.blockBytes, target.operand(op), t.operand(op), computeSettings());
+    kernels().fromBlocked(
+      t.shape,
+      t.blockSize,
+      info.blockBytes,
+      target.operand(op),
+      t.operand(op),
+      computeSettings(),
+    );
   } else {
     copyElements(op, target, t);
   }

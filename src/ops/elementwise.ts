@@ -24,7 +24,9 @@ export function checkF32(op: string, ...tensors: readonly Tensor[]): void {
     if (t.dtype !== 1 || t.blockSize > 0) {
       throw new DTypeError(
         op,
-        `${op} computes on plain F32 tensors, got ${t.blockSize > 0 ? `a blocked NchwC(${t.blockSize})` : dtypeInfo(t.dtype).name} tensor; cast() it first`,
+        `${op} computes on plain F32 tensors, got ${
+          t.blockSize > 0 ? `a blocked NchwC(${t.blockSize})` : dtypeInfo(t.dtype).name
+        } tensor; cast() it first`,
       );
     }
   }
@@ -101,12 +103,13 @@ function arithmetic(op: string, kind: BinaryOp, recordAs: OpKind, x: Operand, y:
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ops, Tensor } from "@zigtensor/zigtensor";
  * using a = Tensor.from([[1, 2], [3, 4]]);
  * using b = Tensor.from([10, 20]);
  * using c = ops.add(a, b);
  * using d = ops.add(1, a);
- * console.assert(c.toArray().join() === "11,22,13,24" && d.get(0, 0) === 2);
+ * assert.ok(c.toArray().join() === "11,22,13,24" && d.get(0, 0) === 2);
  * ```
  */
 export function add(a: Operand, b: Operand): Tensor {
@@ -205,10 +208,11 @@ function unary(op: string, kind: UnaryOp, recordAs: OpKind | null, x: Tensor): T
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ops, Tensor } from "@zigtensor/zigtensor";
  * using a = Tensor.from([1, -2]);
  * using n = ops.neg(a);
- * console.assert(n.toArray().join() === "-1,2");
+ * assert.ok(n.toArray().join() === "-1,2");
  * ```
  */
 export function neg(x: Tensor): Tensor {

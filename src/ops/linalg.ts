@@ -28,7 +28,9 @@ function matmul2(a: Tensor, b: Tensor): Tensor {
   if (k !== k2) {
     throw new TensorShapeError(
       op,
-      `cannot multiply ${formatShape(a.shape)} by ${formatShape(b.shape)}: the inner dimensions are ${k} and ${k2}`,
+      `cannot multiply ${formatShape(a.shape)} by ${
+        formatShape(b.shape)
+      }: the inner dimensions are ${k} and ${k2}`,
       [a.shape, b.shape],
     );
   }
@@ -52,17 +54,22 @@ function matmul2(a: Tensor, b: Tensor): Tensor {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ops, Tensor } from "@zigtensor/zigtensor";
  * using a = Tensor.from([[1, 2], [3, 4]]);
  * using b = Tensor.from([[5], [6]]);
  * using c = ops.matmul(a, b);
- * console.assert(c.toArray().join() === "17,39");
+ * assert.ok(c.toArray().join() === "17,39");
  * ```
  */
 export function matmul(a: Tensor, b: Tensor): Tensor {
   checkF32("matmul", a, b);
   if (a.rank === 0 || b.rank === 0) {
-    throw new TensorShapeError("matmul", `matmul needs operands of rank 1 or more, got ${formatShape(a.shape)} and ${formatShape(b.shape)}`, [a.shape, b.shape]);
+    throw new TensorShapeError(
+      "matmul",
+      `matmul needs operands of rank 1 or more, got ${formatShape(a.shape)} and ${formatShape(b.shape)}`,
+      [a.shape, b.shape],
+    );
   }
   if (a.rank === 1 || b.rank === 1) {
     // A vector operand gains an axis for the product and loses it again, through recorded views.
@@ -82,23 +89,31 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ops, Tensor } from "@zigtensor/zigtensor";
  * using x = Tensor.from([[1, 2]]);
  * using w = Tensor.from([[1, 0], [0, 1], [1, 1]]);
  * using b = Tensor.from([0, 0, 10]);
  * using y = ops.linear(x, w, b);
- * console.assert(y.toArray().join() === "1,2,13");
+ * assert.ok(y.toArray().join() === "1,2,13");
  * ```
  */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
   checkF32("linear", x, weight);
   if (weight.rank !== 2) {
-    throw new TensorShapeError("linear", `weight must be [out, in], got ${formatShape(weight.shape)}`, [x.shape, weight.shape]);
+    throw new TensorShapeError("linear", `weight must be [out, in], got ${formatShape(weight.shape)}`, [
+      x.shape,
+      weight.shape,
+    ]);
   }
   const product = matmul(x, transpose(weight, 0, 1));
   if (bias === undefined) return product;
   if (bias.rank !== 1 || bias.shape[0] !== weight.shape[0]) {
-    throw new TensorShapeError("linear", `bias must be [${weight.shape[0]}], got ${formatShape(bias.shape)}`, [weight.shape, bias.shape]);
+    throw new TensorShapeError(
+      "linear",
+      `bias must be [${weight.shape[0]}], got ${formatShape(bias.shape)}`,
+      [weight.shape, bias.shape],
+    );
   }
   return add(product, bias);
 }

@@ -21,11 +21,19 @@ export interface Pool2dOptions {
   readonly padding?: number | readonly [number, number];
 }
 
-function pair(op: string, name: string, value: number | readonly [number, number], min: number): [number, number] {
+function pair(
+  op: string,
+  name: string,
+  value: number | readonly [number, number],
+  min: number,
+): [number, number] {
   const [h, w] = typeof value === "number" ? [value, value] : value;
   for (const v of [h, w]) {
     if (!Number.isInteger(v) || v < min) {
-      throw new TensorShapeError(op, `${name} must be an integer ≥ ${min} or a pair of them, got ${JSON.stringify(value)}`);
+      throw new TensorShapeError(
+        op,
+        `${name} must be an integer ≥ ${min} or a pair of them, got ${JSON.stringify(value)}`,
+      );
     }
   }
   return [h, w];
@@ -39,16 +47,21 @@ function pair(op: string, name: string, value: number | readonly [number, number
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ops, Tensor } from "@zigtensor/zigtensor";
  * using x = Tensor.from([1, 5, 2, 4, 3, 0, 9, 8, 7, 6, 1, 2, 3, 4, 5, 6], [1, 1, 4, 4]);
  * using y = ops.maxPool2d(x, { kernel: 2 });
- * console.assert(y.toArray().join() === "5,9,7,6");
+ * assert.ok(y.toArray().join() === "5,9,7,6");
  * ```
  */
 export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
   const op = "maxPool2d";
   checkF32(op, x);
-  if (x.rank !== 4) throw new TensorShapeError(op, `maxPool2d takes an NCHW tensor, got shape ${formatShape(x.shape)}`, [x.shape]);
+  if (x.rank !== 4) {
+    throw new TensorShapeError(op, `maxPool2d takes an NCHW tensor, got shape ${formatShape(x.shape)}`, [
+      x.shape,
+    ]);
+  }
   const kernel = pair(op, "kernel", options.kernel, 1);
   const stride = pair(op, "stride", options.stride ?? kernel, 1);
   const padding = pair(op, "padding", options.padding ?? 0, 0);
@@ -56,13 +69,19 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
   const out: number[] = [];
   for (const [axis, size] of [[0, h], [1, w]] as const) {
     if (padding[axis] >= kernel[axis]) {
-      throw new TensorShapeError(op, `padding ${padding[axis]} must be smaller than the kernel ${kernel[axis]}`, [x.shape]);
+      throw new TensorShapeError(
+        op,
+        `padding ${padding[axis]} must be smaller than the kernel ${kernel[axis]}`,
+        [x.shape],
+      );
     }
     const extent = Math.floor((size + 2 * padding[axis] - kernel[axis]) / stride[axis]) + 1;
     if (extent < 1) {
       throw new TensorShapeError(
         op,
-        `the input ${formatShape(x.shape)} is smaller than the kernel ${formatShape(kernel)} with padding ${formatShape(padding)}`,
+        `the input ${formatShape(x.shape)} is smaller than the kernel ${formatShape(kernel)} with padding ${
+          formatShape(padding)
+        }`,
         [x.shape],
       );
     }
@@ -79,7 +98,11 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
     computeSettings(),
   );
   if (indices === null) return y;
-  return record(y, "MaxPool2d", [x], { saved: [indices], ints: [...kernel, ...stride, ...padding], owned: [indices] });
+  return record(y, "MaxPool2d", [x], {
+    saved: [indices],
+    ints: [...kernel, ...stride, ...padding],
+    owned: [indices],
+  });
 }
 
 /** The class of each row as integers, checked against the class count. */
@@ -89,12 +112,16 @@ function targetIndices(op: string, targets: Tensor, rows: number, classes: numbe
     throw new DTypeError(op, `targets must be an integer tensor of class indices, got ${info.name}`);
   }
   if (targets.rank !== 1 || targets.shape[0] !== rows) {
-    throw new TensorShapeError(op, `targets must have shape [${rows}], got ${formatShape(targets.shape)}`, [targets.shape]);
+    throw new TensorShapeError(op, `targets must have shape [${rows}], got ${formatShape(targets.shape)}`, [
+      targets.shape,
+    ]);
   }
   const values = Array.from(targets.toArray() as ArrayLike<number | bigint>, Number);
   values.forEach((t, i) => {
     if (!Number.isInteger(t) || t < 0 || t >= classes) {
-      throw new TensorShapeError(op, `target ${t} at row ${i} is not a class index in 0 to ${classes - 1}`, [targets.shape]);
+      throw new TensorShapeError(op, `target ${t} at row ${i} is not a class index in 0 to ${classes - 1}`, [
+        targets.shape,
+      ]);
     }
   });
   return values;
@@ -107,7 +134,11 @@ function targetIndices(op: string, targets: Tensor, rows: number, classes: numbe
 export function nllLoss(logProbs: Tensor, targets: Tensor): Tensor {
   const op = "nllLoss";
   checkF32(op, logProbs);
-  if (logProbs.rank !== 2) throw new TensorShapeError(op, `log-probabilities must be [N, C], got ${formatShape(logProbs.shape)}`, [logProbs.shape]);
+  if (logProbs.rank !== 2) {
+    throw new TensorShapeError(op, `log-probabilities must be [N, C], got ${formatShape(logProbs.shape)}`, [
+      logProbs.shape,
+    ]);
+  }
   const [rows, classes] = logProbs.shape;
   const picks = targetIndices(op, targets, rows, classes);
   let total = 0;
@@ -123,11 +154,12 @@ export function nllLoss(logProbs: Tensor, targets: Tensor): Tensor {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
  * using logits = Tensor.from([[0, 0], [0, 0]]);
  * using targets = Tensor.from([0, 1], [2], DType.I32);
  * using loss = ops.crossEntropy(logits, targets);
- * console.assert(Math.abs((loss.item() as number) - Math.LN2) < 1e-6);
+ * assert.ok(Math.abs((loss.item() as number) - Math.LN2) < 1e-6);
  * ```
  */
 export function crossEntropy(logits: Tensor, targets: Tensor): Tensor {

@@ -26,7 +26,11 @@ export function reducedAxes(op: string, t: Tensor, axis?: number | readonly numb
   const axes = list.map((a) => normalizeAxis(op, a, t.rank, t.shape));
   const unique = [...new Set(axes)].sort((x, y) => x - y);
   if (unique.length !== axes.length) {
-    throw new TensorShapeError(op, `axis ${JSON.stringify(list)} names an axis twice for shape ${formatShape(t.shape)}`, [t.shape]);
+    throw new TensorShapeError(
+      op,
+      `axis ${JSON.stringify(list)} names an axis twice for shape ${formatShape(t.shape)}`,
+      [t.shape],
+    );
   }
   return unique;
 }
@@ -41,14 +45,23 @@ export function reducedShape(shape: readonly number[], axes: readonly number[], 
   return result;
 }
 
-function reduceKernel(op: string, kind: ReduceOp, x: Tensor, axes: readonly number[], keepDims: boolean, dtype: 1 | 7): Tensor {
+function reduceKernel(
+  op: string,
+  kind: ReduceOp,
+  x: Tensor,
+  axes: readonly number[],
+  keepDims: boolean,
+  dtype: 1 | 7,
+): Tensor {
   const kept = Array.from({ length: x.rank }, (_, i) => i).filter((i) => !axes.includes(i));
   const order = [...kept, ...axes];
   const shape = order.map((i) => x.shape[i]);
   const strides = order.map((i) => x.strides[i]);
   const count = axes.reduce((n, a) => n * x.shape[a], 1);
   if (count === 0 && kind !== ReduceOp.Sum && kind !== ReduceOp.Mean) {
-    throw new TensorShapeError(op, `${op} over an empty axis of ${formatShape(x.shape)} has no identity`, [x.shape]);
+    throw new TensorShapeError(op, `${op} over an empty axis of ${formatShape(x.shape)} has no identity`, [
+      x.shape,
+    ]);
   }
   const out = allocate(op, reducedShape(x.shape, axes, keepDims), dtype, false, { scoped: true });
   // The output's strides over the kept axes, in order.
@@ -57,11 +70,25 @@ function reduceKernel(op: string, kind: ReduceOp, x: Tensor, axes: readonly numb
     if (!axes.includes(i)) outStrides.push(out.strides[j]);
     if (!axes.includes(i) || keepDims) j++;
   }
-  kernels().reduce(kind, shape, axes.length, out.operand(op, outStrides), x.operand(op, strides), computeSettings());
+  kernels().reduce(
+    kind,
+    shape,
+    axes.length,
+    out.operand(op, outStrides),
+    x.operand(op, strides),
+    computeSettings(),
+  );
   return out;
 }
 
-function reduction(op: string, kind: ReduceOp, recordAs: OpKind, x: Tensor, axis: number | readonly number[] | undefined, options: ReduceOptions): Tensor {
+function reduction(
+  op: string,
+  kind: ReduceOp,
+  recordAs: OpKind,
+  x: Tensor,
+  axis: number | readonly number[] | undefined,
+  options: ReduceOptions,
+): Tensor {
   checkF32(op, x);
   const axes = reducedAxes(op, x, axis);
   const keepDims = options.keepDims ?? false;
@@ -79,12 +106,13 @@ function reduction(op: string, kind: ReduceOp, recordAs: OpKind, x: Tensor, axis
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Tensor } from "@zigtensor/zigtensor";
  * using a = Tensor.from([[1, 2, 3], [4, 5, 6]]);
  * using rows = a.sum(1);
  * using all = a.sum();
  * using kept = a.sum(0, { keepDims: true });
- * console.assert(rows.toArray().join() === "6,15" && all.item() === 21 && kept.shape.join() === "1,3");
+ * assert.ok(rows.toArray().join() === "6,15" && all.item() === 21 && kept.shape.join() === "1,3");
  * ```
  */
 export function sum(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
@@ -110,17 +138,32 @@ export function min(x: Tensor, axis?: number | readonly number[], options: Reduc
 /** The I64 index of the first maximum along `axis` (a NaN wins at its first occurrence). */
 export function argmax(x: Tensor, axis: number, options: ReduceOptions = {}): Tensor {
   checkF32("argmax", x);
-  return reduceKernel("argmax", ReduceOp.ArgMax, x, [normalizeAxis("argmax", axis, x.rank, x.shape)], options.keepDims ?? false, 7);
+  return reduceKernel(
+    "argmax",
+    ReduceOp.ArgMax,
+    x,
+    [normalizeAxis("argmax", axis, x.rank, x.shape)],
+    options.keepDims ?? false,
+    7,
+  );
 }
 
 function softmaxFamily(op: string, kind: SoftmaxOp, recordAs: OpKind, x: Tensor, axis: number): Tensor {
   checkF32(op, x);
-  if (x.rank === 0) throw new TensorShapeError(op, `${op} needs at least one axis, got a rank-0 tensor`, [x.shape]);
+  if (x.rank === 0) {
+    throw new TensorShapeError(op, `${op} needs at least one axis, got a rank-0 tensor`, [x.shape]);
+  }
   const a = normalizeAxis(op, axis, x.rank, x.shape);
   const out = newOutput(op, x.shape);
   const order = [...Array.from({ length: x.rank }, (_, i) => i).filter((i) => i !== a), a];
   const pick = (values: readonly number[]) => order.map((i) => values[i]);
-  kernels().softmax(kind, pick(x.shape), out.operand(op, pick(out.strides)), x.operand(op, pick(x.strides)), computeSettings());
+  kernels().softmax(
+    kind,
+    pick(x.shape),
+    out.operand(op, pick(out.strides)),
+    x.operand(op, pick(x.strides)),
+    computeSettings(),
+  );
   if (!shouldRecord(x)) return out;
   // Saves its output; the scale (1 here) is kept in floats, the axis in ints.
   return record(out, recordAs, [x], { saved: [out], ints: [a], floats: [1] });
@@ -131,11 +174,12 @@ function softmaxFamily(op: string, kind: SoftmaxOp, recordAs: OpKind, x: Tensor,
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ops, Tensor } from "@zigtensor/zigtensor";
  * using x = Tensor.from([[1, 2, 3]]);
  * using p = ops.softmax(x);
- * const total = p.toArray().reduce((s, v) => s + v, 0);
- * console.assert(Math.abs(total - 1) < 1e-6);
+ * const total = (p.toArray() as Float32Array).reduce((s, v) => s + v, 0);
+ * assert.ok(Math.abs(total - 1) < 1e-6);
  * ```
  */
 export function softmax(x: Tensor, axis = -1): Tensor {

@@ -28,7 +28,11 @@ import { contiguous } from "./copy.ts";
 /** Blocked tensors are opaque: views refuse them. */
 function checkPlain(op: string, t: Tensor): void {
   if (t.blockSize > 0) {
-    throw new TensorShapeError(op, `a blocked NchwC(${t.blockSize}) tensor has no views; convert it with toLayout() first`, [t.shape]);
+    throw new TensorShapeError(
+      op,
+      `a blocked NchwC(${t.blockSize}) tensor has no views; convert it with toLayout() first`,
+      [t.shape],
+    );
   }
 }
 
@@ -38,7 +42,8 @@ function checkBlocks(op: string, t: Tensor, view: ViewMeta): void {
   if (!info.isQuantized) return;
   const rank = view.shape.length;
   const b = info.blockElements;
-  const whole = rank > 0 && view.strides[rank - 1] === 1 && view.shape[rank - 1] % b === 0 && view.offset % b === 0 &&
+  const whole = rank > 0 && view.strides[rank - 1] === 1 && view.shape[rank - 1] % b === 0 &&
+    view.offset % b === 0 &&
     view.strides.slice(0, -1).every((s) => s % b === 0);
   if (!whole) {
     throw new TensorShapeError(
@@ -52,7 +57,13 @@ function checkBlocks(op: string, t: Tensor, view: ViewMeta): void {
 
 /** A handle over `t`'s storage with `view`'s metadata. */
 export function viewOf(t: Tensor, view: ViewMeta): Tensor {
-  return new Tensor({ storage: t.storage, dtype: t.dtype, shape: view.shape, strides: view.strides, offset: view.offset });
+  return new Tensor({
+    storage: t.storage,
+    dtype: t.dtype,
+    shape: view.shape,
+    strides: view.strides,
+    offset: view.offset,
+  });
 }
 
 function meta(t: Tensor): ViewMeta {

@@ -86,7 +86,12 @@ export function matmul(a: F64, b: F64): F64 {
 }
 
 /** Reduces `axes` with `fn` over the values of each output position. */
-export function reduce(a: F64, axes: readonly number[], keepDims: boolean, fn: (values: number[]) => number): F64 {
+export function reduce(
+  a: F64,
+  axes: readonly number[],
+  keepDims: boolean,
+  fn: (values: number[]) => number,
+): F64 {
   const keptShape = a.shape.map((e, d) => (axes.includes(d) ? 1 : e));
   const groups = new Map<number, number[]>();
   const keptStrides = stridesOf(keptShape);
@@ -106,10 +111,17 @@ export function softmax(a: F64, axis: number, log: boolean): F64 {
   const max = reduce(a, [axis], true, (v) => Math.max(...v));
   const shifted = zip(a, max, (x, m) => x - m);
   const total = reduce(map(shifted, Math.exp), [axis], true, (v) => v.reduce((s, x) => s + x, 0));
-  return log ? zip(shifted, total, (x, s) => x - Math.log(s)) : zip(map(shifted, Math.exp), total, (e, s) => e / s);
+  return log
+    ? zip(shifted, total, (x, s) => x - Math.log(s))
+    : zip(map(shifted, Math.exp), total, (e, s) => e / s);
 }
 
-export function maxPool2d(x: F64, kernel: [number, number], stride: [number, number], pad: [number, number]): F64 {
+export function maxPool2d(
+  x: F64,
+  kernel: [number, number],
+  stride: [number, number],
+  pad: [number, number],
+): F64 {
   const [n, c, h, w] = x.shape;
   const oh = Math.floor((h + 2 * pad[0] - kernel[0]) / stride[0]) + 1;
   const ow = Math.floor((w + 2 * pad[1] - kernel[1]) / stride[1]) + 1;
@@ -120,7 +132,9 @@ export function maxPool2d(x: F64, kernel: [number, number], stride: [number, num
       for (let kx = 0; kx < kernel[1]; kx++) {
         const y = oy * stride[0] - pad[0] + ky;
         const xx = ox * stride[1] - pad[1] + kx;
-        if (y >= 0 && y < h && xx >= 0 && xx < w) best = Math.max(best, x.data[((b * c + ch) * h + y) * w + xx]);
+        if (y >= 0 && y < h && xx >= 0 && xx < w) {
+          best = Math.max(best, x.data[((b * c + ch) * h + y) * w + xx]);
+        }
       }
     }
     out[flat] = best;
