@@ -21,11 +21,13 @@
 export { Tensor } from "./src/tensor.ts";
 export type { CreateOptions, TensorValues } from "./src/tensor.ts";
 export { DType } from "./src/dtype.ts";
-export type { TypedArray } from "./src/dtype.ts";
+export type { DTypeApi, TypedArray } from "./src/dtype.ts";
 export { Layout } from "./src/layout.ts";
+export type { LayoutApi } from "./src/layout.ts";
 export * as ops from "./src/ops/mod.ts";
 export { ActivationScope, tidy } from "./src/scope.ts";
 export { GradMode, setDefaultKernels, TensorCompute } from "./src/context.ts";
+export type { GradModeApi, TensorComputeApi } from "./src/context.ts";
 export { Arena, BufferPool } from "./src/memory.ts";
 export type { PoolStats } from "./src/memory.ts";
 export { type KernelInfo, kernelInfo } from "./src/kernel_info.ts";

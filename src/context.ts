@@ -18,10 +18,10 @@ interface Overrides {
   readonly kernels?: KernelSet;
 }
 
-const context = new AsyncLocalStorage<Overrides>();
+const context: AsyncLocalStorage<Overrides> = new AsyncLocalStorage<Overrides>();
 
 let defaultMode: ArithmeticMode = "fast";
-let defaultThreads = hardwareThreads();
+let defaultThreads: number = hardwareThreads();
 let defaultKernels: KernelSet = nativeKernels;
 
 /** The kernel set in force for the current async context. */
@@ -71,6 +71,13 @@ export function computeSettings(): ComputeSettings {
   };
 }
 
+/** The shape of `TensorCompute`. */
+export interface TensorComputeApi {
+  mode: ArithmeticMode;
+  threads: number;
+  run<T>(settings: { mode?: ArithmeticMode; threads?: number; kernels?: KernelSet }, fn: () => T): T;
+}
+
 /**
  * Compute settings: the arithmetic mode (`"fast"`: f32 FMA, any summation order; `"exact"`: f64 accumulation in
  * ascending order, the same bits on every ISA and thread count) and the kernels' thread count.
@@ -86,7 +93,7 @@ export function computeSettings(): ComputeSettings {
  * assert.ok(inside === "exact/1");
  * ```
  */
-export const TensorCompute = {
+export const TensorCompute: TensorComputeApi = {
   /** The mode in force here; assigning sets the process-wide default. */
   get mode(): ArithmeticMode {
     return context.getStore()?.mode ?? defaultMode;
@@ -143,6 +150,13 @@ export function gradEnabled(): boolean {
   return context.getStore()?.gradEnabled ?? true;
 }
 
+/** The shape of `GradMode`. */
+export interface GradModeApi {
+  readonly isEnabled: boolean;
+  noGrad<T>(fn: () => T): T;
+  disable(): Disposable;
+}
+
 /**
  * Gradient recording. Operations record only when it is enabled and an input requires gradients.
  *
@@ -160,7 +174,7 @@ export function gradEnabled(): boolean {
  * assert.ok(GradMode.isEnabled);
  * ```
  */
-export const GradMode = {
+export const GradMode: GradModeApi = {
   /** Whether recording is on in the current async context. */
   get isEnabled(): boolean {
     return gradEnabled();

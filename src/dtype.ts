@@ -130,6 +130,30 @@ export function dtypeInfo(dtype: number, op = "dtype"): DTypeInfo {
   return info;
 }
 
+/** The shape of `DType`: the codes and the functions that describe them. */
+export interface DTypeApi {
+  readonly F32: 1;
+  readonly U8: 2;
+  readonly I8: 3;
+  readonly U16: 4;
+  readonly I16: 5;
+  readonly I32: 6;
+  readonly I64: 7;
+  readonly Bool: 9;
+  readonly F16: 10;
+  readonly F64: 11;
+  readonly U32: 12;
+  readonly U64: 13;
+  readonly BF16: 16;
+  readonly Q4_0: 0x102;
+  readonly Q8_0: 0x108;
+  fromOnnx(code: number): DType;
+  onnxName(code: number): string;
+  byteSize(dtype: DType): number;
+  isFloat(dtype: DType): boolean;
+  name(dtype: DType): string;
+}
+
 /**
  * The element types, with their ONNX codes, and the functions that describe them.
  *
@@ -142,7 +166,7 @@ export function dtypeInfo(dtype: number, op = "dtype"): DTypeInfo {
  * assert.ok(DType.fromOnnx(7) === DType.I64 && DType.onnxName(8) === "STRING");
  * ```
  */
-export const DType = {
+export const DType: DTypeApi = {
   F32: 1,
   U8: 2,
   I8: 3,
@@ -222,7 +246,7 @@ export const DType = {
   name(dtype: DType): string {
     return dtypeInfo(dtype, "name").name;
   },
-} as const;
+};
 
 /** Every dtype, in code order. */
 export const ALL_DTYPES: readonly DType[] = TABLE.map((info) => info.code as DType);

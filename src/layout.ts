@@ -24,6 +24,14 @@ function layout(kind: Layout["kind"], blockSize = 0): Layout {
 
 const blocked = new Map<number, Layout>();
 
+/** The shape of `Layout`. */
+export interface LayoutApi {
+  readonly Nchw: Layout;
+  readonly Nhwc: Layout;
+  readonly Strided: Layout;
+  nchwc(blockSize: number): Layout;
+}
+
 /**
  * The layouts. Blocked layouts are interned, so `t.layout === Layout.nchwc(8)` compares as expected.
  *
@@ -37,7 +45,7 @@ const blocked = new Map<number, Layout>();
  * assert.ok(y.layout === Layout.Nhwc && y.strides.join() === "48,1,12,3");
  * ```
  */
-export const Layout = {
+export const Layout: LayoutApi = {
   Nchw: layout("nchw"),
   Nhwc: layout("nhwc"),
   Strided: layout("strided"),
@@ -56,7 +64,7 @@ export const Layout = {
     }
     return value;
   },
-} as const;
+};
 
 /** Whether `strides` are the row-major strides of `shape` permuted by `order`, ignoring extent-1 axes. */
 function matchesOrder(

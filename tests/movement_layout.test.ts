@@ -150,10 +150,9 @@ test("bad arguments never reach native code", () => {
   );
 });
 
-test("toBlocked and fromBlocked on tensors: NCHW, NHWC and permuted views, re-blocking, and every block size", async () => {
+test("toLayout on tensors: NCHW, NHWC and permuted views to and from NchwC(B), re-blocking, several block sizes", async () => {
   // Loaded here so that the operand-level tests above do not depend on the tensor layer.
-  const { Tensor } = await import("../src/tensor.ts");
-  const { fromBlocked, toBlocked } = await import("../src/movement/layout.ts");
+  const { Layout, Tensor } = await import("../mod.ts");
   const shape = [2, 5, 3, 4];
   const values = Float32Array.from({ length: 120 }, (_, i) => i + 1);
   using t = Tensor.from(values, shape);
@@ -161,7 +160,7 @@ test("toBlocked and fromBlocked on tensors: NCHW, NHWC and permuted views, re-bl
   for (const source of [t, nhwcView]) {
     const expected = source.toArray();
     for (const blockSize of [1, 3, 5, 8]) {
-      using blocked = toBlocked(source, blockSize, { threads: 2 });
+      using blocked = source.toLayout(Layout.nchwc(blockSize));
       assert.equal(blocked.blockSize, blockSize);
       assert.deepEqual([...blocked.shape], shape);
       const span = blocked.data();
@@ -176,12 +175,13 @@ test("toBlocked and fromBlocked on tensors: NCHW, NHWC and permuted views, re-bl
           }
         }
       }
-      using back = fromBlocked(blocked);
+      using back = blocked.toLayout(Layout.Nchw);
       assert.deepEqual([...back.toArray()], [...expected]);
-      using nhwc = fromBlocked(blocked, { strides: [60, 1, 20, 5] });
+      using nhwc = blocked.toLayout(Layout.Nhwc);
+      assert.deepEqual([...nhwc.strides], [60, 1, 20, 5]);
       assert.deepEqual([...nhwc.toArray()], [...expected]);
-      using reblocked = toBlocked(blocked, 2);
-      using again = fromBlocked(reblocked);
+      using reblocked = blocked.toLayout(Layout.nchwc(2));
+      using again = reblocked.toLayout(Layout.Nchw);
       assert.deepEqual([...again.toArray()], [...expected]);
     }
   }

@@ -4,21 +4,15 @@
  * movement: `nativeToBlocked` / `nativeFromBlocked` run `zt_to_blocked` / `zt_from_blocked` (strided copies
  * of the full blocks, the live lanes of the last block and a zero fill of its dead lanes); the logical side
  * may have any strides (NCHW, NHWC or a view), the blocked side is always its dense physical span, so a
- * blocked tensor converts straight to NHWC (or any view) in one call. `toBlocked` and `fromBlocked` do the
- * same on tensors (they take the `Tensor` class from their argument, so this module loads without the
- * tensor layer).
+ * blocked tensor converts straight to NHWC (or any view) in one call. `Tensor.toLayout` calls them through
+ * the kernel seam.
  *
  * @module
  */
-import { dtypeInfo } from "../dtype.ts";
-import { DTypeError, TensorShapeError } from "../errors.ts";
-import { hardwareThreads } from "../kernel_info.ts";
-import { checkBytes, contiguousStrides } from "../shape.ts";
-import { Storage } from "../storage.ts";
-import type { Tensor, TensorParts } from "../tensor.ts";
+import { TensorShapeError } from "../errors.ts";
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
-import type { KernelOperand } from "../kernels/types.ts";
+import type { BlockedOperand, KernelOperand } from "../kernels/types.ts";
 import { assertOperand, capacityOf, rawView } from "./copy.ts";
 
 /**
@@ -32,9 +26,6 @@ import { assertOperand, capacityOf, rawView } from "./copy.ts";
  * ```
  */
 export const MAX_BLOCK_SIZE = 256;
-
-/** The blocked side of a conversion: its storage and the element offset of its physical span. */
-export type BlockedOperand = Pick<KernelOperand, "pointer" | "data" | "offset">;
 
 /**
  * The physical extents `[N, ceil(C/B), H, W, B]` of an NchwC(B) tensor of logical shape `[N, C, H, W]`.
@@ -187,7 +178,7 @@ function units(elementBytes: number): [1 | 2 | 4, number] {
  * ```ts
  * import assert from "node:assert/strict";
  * import { referenceToBlocked } from "./layout.ts";
- * import type { KernelOperand } from "../kernels/types.ts";
+ * import type { BlockedOperand, KernelOperand } from "../kernels/types.ts";
  * const nchw = new Uint8Array([1, 2, 3]);                     // N=1, C=3, H=W=1
  * const blocked = new Uint8Array(4).fill(9);
  * const operand = (data: Uint8Array, strides: number[]) => ({ data, offset: 0, strides }) as unknown as KernelOperand;
@@ -222,7 +213,7 @@ export function referenceToBlocked(
  * ```ts
  * import assert from "node:assert/strict";
  * import { referenceFromBlocked } from "./layout.ts";
- * import type { KernelOperand } from "../kernels/types.ts";
+ * import type { BlockedOperand, KernelOperand } from "../kernels/types.ts";
  * const blocked = new Uint8Array([1, 2, 3, 0]);
  * const nchw = new Uint8Array(3);
  * const operand = (data: Uint8Array, strides: number[]) => ({ data, offset: 0, strides }) as unknown as KernelOperand;
@@ -248,121 +239,4 @@ export function referenceFromBlocked(
     const to = (dst.offset + n * s[0] + c * s[1] + h * s[2] + w * s[3]) * count;
     for (let u = 0; u < count; u++) out[to + u] = input[(src.offset + at) * count + u];
   });
-}
-
-/** Options of `toBlocked` and `fromBlocked`. */
-export interface BlockedOptions {
-  /**
-   * Threads the native conversion may use.
-   * @default the machine's hardware threads
-   */
-  readonly threads?: number;
-}
-
-/** Options of `fromBlocked`. */
-export interface FromBlockedOptions extends BlockedOptions {
-  /**
-   * Strides of the result over the logical [N, C, H, W] shape (`nhwcStrides(shape)` for NHWC); they must
-   * address a dense, non-overlapping span starting at element 0.
-   * @default contiguous NCHW strides
-   */
-  readonly strides?: readonly number[];
-}
-
-type TensorClass = new (parts: TensorParts) => Tensor;
-
-/** A new scoped tensor like `t` (same class and dtype) over `count` fresh elements. */
-function freshTensor(
-  op: string,
-  t: Tensor,
-  count: number,
-  parts: Omit<TensorParts, "storage" | "dtype">,
-): Tensor {
-  const info = dtypeInfo(t.dtype, op);
-  const bytes = count * info.blockBytes;
-  checkBytes(op, t.shape, bytes);
-  const storage = Storage.rent(bytes, { scoped: true });
-  return new (t.constructor as TensorClass)({ storage, dtype: t.dtype, ...parts });
-}
-
-function plainElementBytes(op: string, t: Tensor): number {
-  const info = dtypeInfo(t.dtype, op);
-  if (info.isQuantized) throw new DTypeError(op, `${info.name} tensors have no blocked layout`);
-  if (t.rank !== 4) {
-    throw new TensorShapeError(op, `layouts apply to rank-4 NCHW tensors, got [${t.shape.join(", ")}]`, [
-      t.shape,
-    ]);
-  }
-  return info.blockBytes;
-}
-
-/**
- * A blocked NchwC(`blockSize`) copy of the rank-4 tensor `t` (any strides, or blocked with another B),
- * scoped like an operation's output.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { Tensor } from "../tensor.ts";
- * import { toBlocked } from "./layout.ts";
- * using t = Tensor.from([1, 2, 3, 4, 5, 6], [1, 3, 1, 2]);
- * using b = toBlocked(t, 2);
- * assert.ok(b.blockSize === 2 && Array.from(b.data() as Float32Array).join() === "1,3,2,4,5,0,6,0");
- * ```
- */
-export function toBlocked(t: Tensor, blockSize: number, options: BlockedOptions = {}): Tensor {
-  const op = "toLayout";
-  const elementBytes = plainElementBytes(op, t);
-  const threads = options.threads ?? hardwareThreads();
-  if (t.blockSize > 0) {
-    using plain = fromBlocked(t, { threads });
-    return toBlocked(plain, blockSize, { threads });
-  }
-  if (!Number.isInteger(blockSize) || blockSize < 1 || blockSize > MAX_BLOCK_SIZE) {
-    throw new RangeError(
-      `${op}: the block size must be an integer from 1 to ${MAX_BLOCK_SIZE}, got ${blockSize}`,
-    );
-  }
-  const physical = blockedShape(t.shape, blockSize).reduce((a, b) => a * b, 1);
-  const out = freshTensor(op, t, physical, {
-    shape: [...t.shape],
-    strides: contiguousStrides(t.shape),
-    offset: 0,
-    blockSize,
-  });
-  nativeToBlocked(t.shape, blockSize, elementBytes, out.operand(op), t.operand(op), threads);
-  return out;
-}
-
-/**
- * The blocked tensor `t` as a plain tensor: contiguous NCHW, or the layout `options.strides` gives.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { Tensor } from "../tensor.ts";
- * import { fromBlocked, toBlocked } from "./layout.ts";
- * using t = Tensor.from([1, 2, 3, 4, 5, 6], [1, 3, 1, 2]);
- * using b = toBlocked(t, 4);
- * using back = fromBlocked(b);
- * using nhwc = fromBlocked(b, { strides: [6, 1, 6, 3] });
- * assert.ok(back.toArray().join() === "1,2,3,4,5,6" && nhwc.toArray().join() === "1,2,3,4,5,6");
- * ```
- */
-export function fromBlocked(t: Tensor, options: FromBlockedOptions = {}): Tensor {
-  const op = "toLayout";
-  const elementBytes = plainElementBytes(op, t);
-  if (t.blockSize <= 0) throw new TypeError(`${op}: fromBlocked takes a blocked NchwC(B) tensor`);
-  const count = t.shape.reduce((a, b) => a * b, 1);
-  const strides = options.strides ?? contiguousStrides(t.shape);
-  const out = freshTensor(op, t, count, { shape: [...t.shape], strides: [...strides], offset: 0 });
-  nativeFromBlocked(
-    t.shape,
-    t.blockSize,
-    elementBytes,
-    out.operand(op),
-    t.operand(op),
-    options.threads ?? hardwareThreads(),
-  );
-  return out;
 }
