@@ -101,7 +101,7 @@ test_all() {
   local lib=zig-out/lib/libzigtensor.so checked=zig-out/lib/checked/libzigtensor.so
   run_suite "zig tests (host variants, aarch64 under qemu)" "$ZIG" build test --summary all "${qemu_flag[@]}"
   run_suite "zig tests, CHECKED" "$ZIG" build test -Dchecked=true --summary all "${qemu_flag[@]}"
-  run_suite "deno test (release library)" env ZIGTENSOR_LIB="$lib" "$BIN/deno" test -A --doc --quiet mod.ts src/ tests/
+  run_suite "deno test (release library, with doc examples)" env ZIGTENSOR_LIB="$lib" "$BIN/deno" test -A --doc --quiet mod.ts src/ docs/ README.md tests/
   run_suite "deno test (CHECKED library)" env ZIGTENSOR_LIB="$checked" "$BIN/deno" test -A --quiet tests/
   run_suite "bun test (release library)" env ZIGTENSOR_LIB="$lib" "$BIN/bun" test
   run_suite "bun test (CHECKED library)" env ZIGTENSOR_LIB="$checked" "$BIN/bun" test

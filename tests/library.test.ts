@@ -23,7 +23,8 @@ test("ZIGTENSOR_LIB comes first, then the package's build, else an error that sa
   );
   assert.throws(
     () => locateLibrary("/a/lib.so", "/pkg/lib.so", exists(["/pkg/lib.so"])),
-    (error: Error) => error instanceof NativeLibraryError && error.message.includes("ZIGTENSOR_LIB is set to /a/lib.so"),
+    (error: Error) =>
+      error instanceof NativeLibraryError && error.message.includes("ZIGTENSOR_LIB is set to /a/lib.so"),
   );
   assert.equal(libraryFileName("linux"), "libzigtensor.so");
   assert.equal(libraryFileName("darwin"), "libzigtensor.dylib");
@@ -52,7 +53,10 @@ test("a library with another ABI version is refused with both versions named", (
 
 /** Instructions of an object file that use AVX: VEX/EVEX mnemonics or ymm, zmm and opmask registers. */
 function avxInstructions(object: string): string[] {
-  const listing = execFileSync("objdump", ["-d", "--no-show-raw-insn", object], { encoding: "utf8", maxBuffer: 1 << 28 });
+  const listing = execFileSync("objdump", ["-d", "--no-show-raw-insn", object], {
+    encoding: "utf8",
+    maxBuffer: 1 << 28,
+  });
   return listing.split("\n").filter((line) => {
     const instruction = line.split("\t").slice(1).join(" ").trim();
     return /^v[a-z0-9]+\s/.test(instruction) || /%[yz]mm\d|%k[0-7]\b/.test(instruction);

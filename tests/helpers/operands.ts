@@ -248,7 +248,9 @@ export class OperandPool {
     }
     this.#blocks = [];
     if (damaged.length > 0) {
-      throw new Error(`${damaged.length} operand block(s) written past their end (sizes ${damaged.join(", ")} bytes)`);
+      throw new Error(
+        `${damaged.length} operand block(s) written past their end (sizes ${damaged.join(", ")} bytes)`,
+      );
     }
   }
 
