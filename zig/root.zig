@@ -166,6 +166,9 @@ export fn zt_maxpool2d_f32(args: *const abi.ArgBlock, out: *anyopaque, x: *const
 
 // GEMM
 
+/// Batched matmul (zig/kernels/gemm.zig): args.shape = out's [...batch, M, N] (rank >= 2), ints[0] = K;
+/// operands 0, 1, 2 = out [...batch, M, N], a [...batch, M, K], b [...batch, K, N] strides (batch strides 0
+/// where broadcast). Returns 0, or `Status.out_of_memory` before writing anything.
 export fn zt_matmul_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque, b: *const anyopaque) i32 {
     return dispatch.active().gemm.matmul_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));
 }

@@ -1,0 +1,112 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { kernelInfo } from "../src/kernel_info.ts";
+import { fastMatMulBound, nativeMatMul, referenceMatMul } from "../src/kernels/matmul.ts";
+import {
+  type ConformanceReport,
+  describe,
+  makeOperand,
+  type MatMulCase,
+  releaseOperand,
+  Rng,
+  runCase,
+  runConformance,
+} from "./helpers/matmul_operands.ts";
+import { runChild } from "./helpers/subprocess.ts";
+
+function assertClean(report: ConformanceReport): void {
+  assert.deepEqual(report.failures, [], `${report.isa}: ${JSON.stringify(report.failures, null, 1)}`);
+  // A bound that the kernel never comes near would test nothing: fast mode does round differently.
+  assert.ok(report.fastWorstRatio > 0 && report.fastWorstRatio < 1, `worst ratio ${report.fastWorstRatio}`);
+}
+
+test("native matmul equals the reference bit for bit in exact mode and within the bound in fast mode", () => {
+  const report = runConformance(60, 1, [1, 2, 3, 4]);
+  assert.equal(report.cases, 65);
+  assertClean(report);
+});
+
+test("every variant the host runs passes the matmul conformance when forced with ZIGTENSOR_ISA", () => {
+  const info = kernelInfo();
+  const runnable = info.variants.filter((isa) => info.supported.includes(isa));
+  assert.ok(runnable.length >= 1);
+  for (const isa of runnable) {
+    const child = runChild(new URL("./helpers/matmul_operands.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
+    assert.equal(child.status, 0, child.stderr);
+    const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!) as ConformanceReport;
+    assert.equal(report.isa, isa);
+    assert.equal(report.cases, 45);
+    assertClean(report);
+  }
+});
+
+test("a matmul larger than one block per axis gives the same exact bits on 1 to 4 threads", () => {
+  const c: MatMulCase = {
+    batch: [],
+    m: 300,
+    n: 1100,
+    k: 420,
+    layouts: ["row", "row", "transposed"],
+    broadcastA: [],
+    broadcastB: [],
+    seed: 5,
+  };
+  const result = runCase(c, [1, 2, 3, 4]);
+  assert.equal(result.exactMismatches, 0, describe(c));
+  assert.equal(result.fastOutOfBound, 0, describe(c));
+  assert.equal(result.gapWrites, 0, describe(c));
+});
+
+test("K = 0 writes +0 everywhere and an empty output touches nothing", () => {
+  const rng = new Rng(3);
+  const a = makeOperand([4, 0], "row", [], () => rng.value());
+  const b = makeOperand([0, 5], "row", [], () => rng.value());
+  const out = makeOperand([4, 5], "transposed", [], () => 7);
+  try {
+    for (const mode of ["fast", "exact"] as const) {
+      out.data.fill(7);
+      nativeMatMul([4, 5], 0, out, a, b, { mode, threads: 2 });
+      let zeros = 0;
+      for (let i = 0; i < 4; i++) {
+        for (let j = 0; j < 5; j++) {
+          const x = out.data[out.offset + i * out.strides[0] + j * out.strides[1]];
+          if (Object.is(x, 0)) zeros++;
+        }
+      }
+      assert.equal(zeros, 20);
+      out.data.fill(7);
+      nativeMatMul([0, 4, 5], 3, out, a, b, { mode, threads: 2 });
+      nativeMatMul([4, 0], 3, out, a, b, { mode, threads: 2 });
+      assert.ok(out.data.every((x) => x === 7));
+    }
+  } finally {
+    for (const operand of [a, b, out]) releaseOperand(operand);
+  }
+});
+
+test("NaN and infinity propagate like the reference in both modes", () => {
+  const values = [1, -2, Infinity, -Infinity, NaN, 0.5, 3e38, -3e38];
+  const rng = new Rng(11);
+  const a = makeOperand([9, 23], "row", [], () => rng.pick(values));
+  const b = makeOperand([23, 17], "transposed", [], () => rng.pick(values));
+  const out = makeOperand([9, 17], "row", [], () => 0);
+  const expected = makeOperand([9, 17], "row", [], () => 0);
+  try {
+    referenceMatMul([9, 17], 23, expected, a, b, { mode: "exact", threads: 1 });
+    for (const mode of ["exact", "fast"] as const) {
+      nativeMatMul([9, 17], 23, out, a, b, { mode, threads: 1 });
+      for (let i = 0; i < out.data.length; i++) {
+        const want = expected.data[i];
+        const got = out.data[i];
+        if (Number.isNaN(want) || !Number.isFinite(want)) assert.ok(Object.is(want, got), `${mode} ${i}`);
+      }
+    }
+  } finally {
+    for (const operand of [a, b, out, expected]) releaseOperand(operand);
+  }
+});
+
+test("the fast-mode bound is K·2^-23 of the sum of absolute products", () => {
+  assert.equal(fastMatMulBound(1024, 3), 1024 * 3 * 2 ** -23);
+  assert.equal(fastMatMulBound(0, 3), 3 * 2 ** -23);
+});
