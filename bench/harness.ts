@@ -50,7 +50,10 @@ function printTable(cases: readonly BenchCase[], perCall: number): void {
 }
 
 /** Registers the cases with `Deno.bench`, or times them and prints a table when there is no Deno. */
-export function runBenchmarks(cases: readonly BenchCase[], options: { perCall?: number; note?: () => string } = {}): void {
+export function runBenchmarks(
+  cases: readonly BenchCase[],
+  options: { perCall?: number; note?: () => string } = {},
+): void {
   const deno = (globalThis as { Deno?: DenoBench }).Deno;
   if (deno !== undefined) {
     for (const c of cases) deno.bench({ name: c.name, group: c.group, baseline: c.baseline, fn: c.fn });

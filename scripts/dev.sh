@@ -8,7 +8,7 @@
 #   bash scripts/dev.sh test      build, then the Zig tests, the Deno suite and the Bun suite against both libraries
 #   bash scripts/dev.sh example   build, then train the example model end to end (examples/train_mlp.ts)
 #   bash scripts/dev.sh bench     build, then run the deno bench files in bench/
-#   bash scripts/dev.sh check     formatting, lint, type checks for both runtimes, publish dry run
+#   bash scripts/dev.sh check     formatting (deno, zig), lint, type checks for both runtimes, publish dry run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -113,6 +113,7 @@ test_all() {
 check() {
   setup
   run_suite "deno fmt --check" "$BIN/deno" fmt --check
+  run_suite "zig fmt --check" "$ZIG" fmt --check zig build.zig
   run_suite "deno lint" "$BIN/deno" lint
   run_suite "deno check" "$BIN/deno" check mod.ts src/ tests/ bench/ examples/
   run_suite "tsc (Bun types)" "$BIN/tsc" -p tsconfig.bun.json
