@@ -1,7 +1,8 @@
 /**
  * Memory benchmarks: renting and releasing from the buffer pool against `new Float32Array(n)` and against a
  * fresh native allocation (posix_memalign + free, bypassing the pool), for 64 B to 64 MiB, in the same run;
- * and the steady-state cost of a small `Storage` rented and released (unscoped, in a scope, from an arena).
+ * and the steady-state cost of a small `Storage` rented and released (unscoped, in a scope, from an arena) and
+ * of a small tensor created and disposed.
  *
  *   deno bench -A bench/memory_bench.ts     Deno: groups with `new Float32Array` as the baseline, ratios in
  *                                           the summaries
@@ -14,13 +15,8 @@ import { native } from "../src/native/library.ts";
 import type { NativePointer } from "../src/native/symbols.ts";
 import { ActivationScope } from "../src/scope.ts";
 import { Storage } from "../src/storage.ts";
-
-interface Case {
-  readonly group: string;
-  readonly name: string;
-  readonly baseline?: boolean;
-  readonly fn: () => void;
-}
+import { Tensor } from "../src/tensor.ts";
+import { type BenchCase, runBenchmarks } from "./harness.ts";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -35,7 +31,7 @@ function label(bytes: number): string {
 /** Keeps results observable so that no engine can drop the allocation as dead code. */
 let sink = 0;
 
-function sizeCases(bytes: number): Case[] {
+function sizeCases(bytes: number): BenchCase[] {
   const group = `allocate and free ${label(bytes)}`;
   return [
     {
@@ -76,7 +72,7 @@ function sizeCases(bytes: number): Case[] {
 /** Operations per call in the small-storage group: enough to amortize a scope's creation and the timer. */
 const BATCH = 1000;
 
-function storageCases(): Case[] {
+function storageCases(): BenchCase[] {
   const group = `small storage (64 B), steady state, ${BATCH} per call`;
   const arena = new Arena();
   return [
@@ -113,6 +109,20 @@ function storageCases(): Case[] {
     },
     {
       group,
+      name: `Tensor.empty([16]) then dispose ×${BATCH}`,
+      fn: () => {
+        for (let i = 0; i < BATCH; i++) Tensor.empty([16]).dispose();
+      },
+    },
+    {
+      group,
+      name: `Tensor.zeros([16]) then dispose ×${BATCH}`,
+      fn: () => {
+        for (let i = 0; i < BATCH; i++) Tensor.zeros([16]).dispose();
+      },
+    },
+    {
+      group,
       name: `Storage.rent from an arena, then one reset ×${BATCH}`,
       fn: () => {
         for (let i = 0; i < BATCH; i++) Storage.rent(64, { arena });
@@ -124,46 +134,4 @@ function storageCases(): Case[] {
 
 const cases = [...storageCases(), ...sizes.flatMap(sizeCases)];
 
-interface DenoBench {
-  bench(options: { name: string; group: string; baseline?: boolean; fn: () => void }): void;
-}
-
-/** Bun has no `bench` runner: time each case in a loop until it has run 200 ms, and print ratios. */
-function timeCase(fn: () => void): number {
-  for (let i = 0; i < 100; i++) fn();
-  let iterations = 1;
-  let elapsed = 0;
-  while (elapsed < 200) {
-    iterations *= 2;
-    const start = performance.now();
-    for (let i = 0; i < iterations; i++) fn();
-    elapsed = performance.now() - start;
-  }
-  return (elapsed * 1e6) / iterations;
-}
-
-function runLoops(): void {
-  const groups = [...new Set(cases.map((c) => c.group))];
-  for (const group of groups) {
-    const inGroup = cases.filter((c) => c.group === group);
-    const timings = inGroup.map((c) => ({ name: c.name, ns: timeCase(c.fn), baseline: c.baseline === true }));
-    const base = timings.find((t) => t.baseline)!;
-    console.log(`\n${group}`);
-    for (const t of timings) {
-      const ratio = t.baseline
-        ? "baseline"
-        : base.ns >= t.ns
-        ? `${(base.ns / t.ns).toFixed(2)}x faster than the baseline`
-        : `${(t.ns / base.ns).toFixed(2)}x slower than the baseline`;
-      console.log(`  ${t.name.padEnd(66)} ${t.ns.toFixed(1).padStart(12)} ns/call   ${ratio}`);
-    }
-  }
-  console.log(`\n(sink ${sink})`);
-}
-
-const deno = (globalThis as { Deno?: DenoBench }).Deno;
-if (deno !== undefined) {
-  for (const c of cases) deno.bench({ name: c.name, group: c.group, baseline: c.baseline, fn: c.fn });
-} else {
-  runLoops();
-}
+runBenchmarks(cases, { note: () => `(sink ${sink})` });

@@ -1,7 +1,7 @@
 /**
  * Per-op overhead: `add` of two 16-element F32 tensors, output allocation included, against a plain TypeScript
- * loop that allocates its output too; and a small tensor created and disposed. Target: under 1 µs per op in
- * Deno and in Bun.
+ * loop that allocates its output too. Target: under 1 µs per op in Deno and in Bun. (A small tensor created and
+ * disposed is in memory_bench.ts.)
  *
  *   deno bench -A bench/ops_bench.ts      Deno: groups with the TypeScript loop as the baseline
  *   bun bench/ops_bench.ts                Bun: the same cases timed in a loop, ratios in a table
@@ -20,7 +20,6 @@ const ja = a.toArray() as Float32Array;
 const jb = b.toArray() as Float32Array;
 
 const addGroup = `add of two 16-element F32 tensors, output allocated, ×${BATCH}`;
-const createGroup = `a 16-element F32 tensor created and disposed, ×${BATCH}`;
 
 const cases: BenchCase[] = [
   {
@@ -48,28 +47,6 @@ const cases: BenchCase[] = [
     name: "ops.add then dispose, no scope",
     fn: () => {
       for (let n = 0; n < BATCH; n++) ops.add(a, b).dispose();
-    },
-  },
-  {
-    group: createGroup,
-    name: "new Float32Array(16)",
-    baseline: true,
-    fn: () => {
-      for (let n = 0; n < BATCH; n++) sink += new Float32Array(16).length;
-    },
-  },
-  {
-    group: createGroup,
-    name: "Tensor.empty([16]) then dispose",
-    fn: () => {
-      for (let n = 0; n < BATCH; n++) Tensor.empty([16]).dispose();
-    },
-  },
-  {
-    group: createGroup,
-    name: "Tensor.zeros([16]) then dispose",
-    fn: () => {
-      for (let n = 0; n < BATCH; n++) Tensor.zeros([16]).dispose();
     },
   },
 ];

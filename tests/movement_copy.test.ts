@@ -1,14 +1,8 @@
 import { test } from "node:test";
+import { contiguousStrides } from "../src/shape.ts";
 import assert from "node:assert/strict";
 import { forEachOffset, nativeCopy, referenceCopy } from "../src/movement/copy.ts";
-import {
-  contiguousStridesOf,
-  firstDifference,
-  NativeBlock,
-  Random,
-  randomLayout,
-  sizeOf,
-} from "./helpers/movement_operands.ts";
+import { firstDifference, NativeBlock, Random, randomLayout, sizeOf } from "./helpers/movement_operands.ts";
 
 /**
  * Copies `shape` natively and by the reference from one random source into two destinations that start
@@ -96,7 +90,7 @@ test("large copies take the threaded paths: transposes, permutations, broadcasts
   const random = new Random(77);
   const contiguous = (shape: number[]) => ({
     offset: 0,
-    strides: contiguousStridesOf(shape),
+    strides: contiguousStrides(shape),
     capacity: sizeOf(shape),
   });
   const cases: {

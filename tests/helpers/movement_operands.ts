@@ -5,6 +5,7 @@ import { native } from "../../src/native/library.ts";
 import { ffi } from "../../src/native/runtime.ts";
 import type { KernelOperand } from "../../src/kernels/types.ts";
 import type { TypedArray } from "../../src/dtype.ts";
+import { Rng } from "./operands.ts";
 
 /** A rented native block with one ArrayBuffer over it, released (and detached) on dispose. */
 export class NativeBlock implements Disposable {
@@ -39,26 +40,11 @@ export class NativeBlock implements Disposable {
   }
 }
 
-/** A small seeded generator (mulberry32): the same cases in every runtime and run. */
-export class Random {
-  #state: number;
-
-  constructor(seed: number) {
-    this.#state = seed >>> 0;
-  }
-
-  /** A uniform unsigned 32-bit integer. */
-  u32(): number {
-    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
-    let t = this.#state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  }
-
+/** The test generator with the names these helpers use. */
+export class Random extends Rng {
   /** A uniform integer in [0, n). */
   below(n: number): number {
-    return Math.floor((this.u32() / 2 ** 32) * n);
+    return this.int(n);
   }
 
   bool(): boolean {
@@ -101,17 +87,6 @@ export function randomLayout(random: Random, shape: readonly number[], allowZero
   }
   const offset = -low + random.below(3);
   return { offset, strides, capacity: offset + high + 1 };
-}
-
-/** The contiguous row-major strides of `shape`. */
-export function contiguousStridesOf(shape: readonly number[]): number[] {
-  const strides = new Array<number>(shape.length);
-  let step = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    strides[i] = step;
-    step *= shape[i];
-  }
-  return strides;
 }
 
 /** The number of elements of `shape`. */

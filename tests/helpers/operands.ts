@@ -18,22 +18,24 @@ import type { KernelOperand } from "../../src/kernels/types.ts";
 import { native } from "../../src/native/library.ts";
 import { ffi } from "../../src/native/runtime.ts";
 import type { NativePointer } from "../../src/native/symbols.ts";
+import { Xorshift128 } from "../../src/random.ts";
 
-/** A deterministic generator (mulberry32), so that a failure names a seed that reproduces it. */
+/** A deterministic generator (the library's xorshift128), so that a failure names a seed that reproduces it. */
 export class Rng {
-  #state: number;
+  readonly #words: Xorshift128;
 
   constructor(seed: number) {
-    this.#state = seed >>> 0;
+    this.#words = new Xorshift128(seed);
+  }
+
+  /** A uniform unsigned 32-bit integer. */
+  u32(): number {
+    return this.#words.next();
   }
 
   /** Uniform in [0, 1). */
   next(): number {
-    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
-    let t = this.#state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+    return this.#words.next() / 2 ** 32;
   }
 
   /** Uniform integer in [0, n). */
