@@ -8,7 +8,7 @@
 #   bash scripts/dev.sh test      build, then the Zig tests, the Deno suite and the Bun suite against both libraries
 #   bash scripts/dev.sh example   build, then train the example model end to end (examples/train_mlp.ts)
 #   bash scripts/dev.sh bench     build, then run the deno bench files in bench/
-#   bash scripts/dev.sh check     formatting (deno, zig), lint, type checks for both runtimes, publish dry run
+#   bash scripts/dev.sh check     formatting (deno, zig), lint, type checks for both runtimes, cross builds, publish dry run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -83,7 +83,8 @@ run_suite() {
   # Summary lines of deno test, bun test, zig build's summary and a Zig test binary run directly (qemu).
   local p f
   p=$(printf '%s\n' "$clean" | sed -n -E 's/^(ok|FAILED) \| ([0-9]+) passed.*/\2/p; s/^ *([0-9]+) pass$/\1/p;
-    s/.* ([0-9]+)\/[0-9]+ tests passed.*/\1/p; s/^([0-9]+) passed; .*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+    s/.* ([0-9]+)\/[0-9]+ tests passed.*/\1/p; s/^([0-9]+) passed; .*/\1/p; s/^All ([0-9]+) tests passed\.$/\1/p' |
+    awk '{ s += $1 } END { print s + 0 }')
   f=$(printf '%s\n' "$clean" | sed -n -E 's/^(ok|FAILED) \| [0-9]+ passed.* \| ([0-9]+) failed.*/\2/p; s/^ *([0-9]+) fail$/\1/p;
     s/.* tests passed.*; ([0-9]+) failed.*/\1/p; s/^[0-9]+ passed; .* ([0-9]+) failed\.$/\1/p' | awk '{ s += $1 } END { print s + 0 }')
   # A step that prints no counts (a formatter, a type check) counts as one check.
@@ -114,6 +115,7 @@ check() {
   setup
   run_suite "deno fmt --check" "$BIN/deno" fmt --check
   run_suite "zig fmt --check" "$ZIG" fmt --check zig build.zig
+  run_suite "zig build cross (aarch64-linux, x86_64-macos, aarch64-macos)" "$ZIG" build cross
   run_suite "deno lint" "$BIN/deno" lint
   run_suite "deno check" "$BIN/deno" check mod.ts src/ tests/ bench/ examples/
   run_suite "tsc (Bun types)" "$BIN/tsc" -p tsconfig.bun.json
