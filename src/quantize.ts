@@ -47,7 +47,7 @@ export function quantize(t: Tensor, format: typeof DType.Q4_0 | typeof DType.Q8_
   }
   const values = t.dtype === DType.F32 ? contiguous(t) : cast(t, DType.F32);
   const out = allocate(op, t.shape, format, false, { scoped: true });
-  kernels().quantize(format, t.size / 32, out.operand(op), { ...values.operand(op) }, computeSettings());
+  kernels().quantize(format, t.size / 32, out.operand(op), values.operand(op), computeSettings());
   if (values !== t) values.dispose();
   return out;
 }
@@ -69,7 +69,7 @@ export function dequantize(q: Tensor): Tensor {
     q.dtype,
     q.size / 32,
     out.operand(op),
-    { ...q.operand(op), offset: q.offset / 32 },
+    q.operand(op, q.strides, q.offset / 32),
     computeSettings(),
   );
   return out;

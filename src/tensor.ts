@@ -422,9 +422,18 @@ export class Tensor {
     return build(0, 0);
   }
 
-  /** Internal: this tensor as a kernel operand (throws StaleTensorError(op) when released). */
-  operand(op: string, strides: readonly number[] = this.strides): KernelOperand {
-    return { pointer: this.storage.pointer(op), data: this.#view(op), offset: this.offset, strides };
+  /** Internal: this tensor as a kernel operand, strides and offset overridable; throws StaleTensorError(op) when released. */
+  operand(
+    op: string,
+    strides: readonly number[] = this.strides,
+    offset: number = this.offset,
+  ): KernelOperand {
+    return new TensorOperand(this, op, strides, offset);
+  }
+
+  /** Internal: a typed array of the stored representation over the whole storage. */
+  elements(op: string): TypedArray {
+    return this.#view(op);
   }
 
   /** Internal: the native address of the storage. */
@@ -779,6 +788,31 @@ export class Tensor {
       at += i * this.strides[d];
     }
     return at;
+  }
+}
+
+/**
+ * A tensor as a kernel operand. Its typed array is made only when a kernel reads `data` (the reference kernels
+ * do, native ones do not): an ArrayBuffer over native memory costs about a microsecond to create.
+ */
+class TensorOperand implements KernelOperand {
+  readonly pointer: NativePointer;
+  readonly offset: number;
+  readonly byteLength: number;
+
+  constructor(
+    readonly tensor: Tensor,
+    readonly op: string,
+    readonly strides: readonly number[],
+    offset: number,
+  ) {
+    this.pointer = tensor.storage.pointer(op);
+    this.offset = offset;
+    this.byteLength = tensor.storage.byteLength;
+  }
+
+  get data(): TypedArray {
+    return this.tensor.elements(this.op);
   }
 }
 

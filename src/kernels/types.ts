@@ -20,6 +20,11 @@ export interface KernelOperand {
   readonly offset: number;
   /** Strides in elements, one per axis of the iteration shape; 0 broadcasts, negative reverses. */
   readonly strides: readonly number[];
+  /**
+   * Bytes the storage holds, for bounds checks that need not touch `data` (which a tensor creates lazily: an
+   * ArrayBuffer over native memory costs about a microsecond); `data.byteLength` when absent.
+   */
+  readonly byteLength?: number;
 }
 
 /** "fast" (f32 FMA, any summation order) or "exact" (f64 accumulation in ascending order, same bits everywhere). */
@@ -185,8 +190,8 @@ export interface MovementKernels {
   ): void;
 }
 
-/** The blocked NchwC(B) span written or read by the layout kernels: contiguous, so no strides. */
-export type BlockedOperand = Pick<KernelOperand, "pointer" | "data" | "offset">;
+/** A contiguous span (a blocked NchwC(B) tensor, quantized blocks, packed values): no strides. */
+export type SpanOperand = Pick<KernelOperand, "pointer" | "data" | "offset" | "byteLength">;
 
 /** Layout and quantized-block movement through the seam. */
 export interface BlockKernels {
@@ -195,7 +200,7 @@ export interface BlockKernels {
     shape: readonly number[],
     blockSize: number,
     elementBytes: number,
-    out: BlockedOperand,
+    out: SpanOperand,
     a: KernelOperand,
     settings: ComputeSettings,
   ): void;
@@ -206,7 +211,7 @@ export interface BlockKernels {
     blockSize: number,
     elementBytes: number,
     out: KernelOperand,
-    a: BlockedOperand,
+    a: SpanOperand,
     settings: ComputeSettings,
   ): void;
 
@@ -214,8 +219,8 @@ export interface BlockKernels {
   quantize(
     format: number,
     blocks: number,
-    out: BlockedOperand,
-    a: BlockedOperand,
+    out: SpanOperand,
+    a: SpanOperand,
     settings: ComputeSettings,
   ): void;
 
@@ -223,8 +228,8 @@ export interface BlockKernels {
   dequantize(
     format: number,
     blocks: number,
-    out: BlockedOperand,
-    a: BlockedOperand,
+    out: SpanOperand,
+    a: SpanOperand,
     settings: ComputeSettings,
   ): void;
 }

@@ -104,8 +104,16 @@ export function assertOperand(
  * assert.ok(capacityOf(operand, 18) === 2 && capacityOf(operand, 4) === 10);
  * ```
  */
-export function capacityOf(operand: KernelOperand, elementBytes: number): number {
-  return Math.floor(operand.data.byteLength / elementBytes);
+export function capacityOf(
+  operand: Pick<KernelOperand, "data" | "byteLength">,
+  elementBytes: number,
+): number {
+  return Math.floor(storageBytes(operand) / elementBytes);
+}
+
+/** Bytes an operand's storage holds, without creating its typed array when the operand says. */
+export function storageBytes(operand: Pick<KernelOperand, "data" | "byteLength">): number {
+  return operand.byteLength ?? operand.data.byteLength;
 }
 
 function assertElementBytes(op: string, elementBytes: number): void {

@@ -12,7 +12,7 @@
 import { TensorShapeError } from "../errors.ts";
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
-import type { BlockedOperand, KernelOperand } from "../kernels/types.ts";
+import type { KernelOperand, SpanOperand } from "../kernels/types.ts";
 import { assertOperand, capacityOf, rawView } from "./copy.ts";
 
 /**
@@ -48,7 +48,7 @@ function assertLayout(
   blockSize: number,
   elementBytes: number,
   logical: KernelOperand,
-  blocked: BlockedOperand,
+  blocked: SpanOperand,
 ): void {
   if (shape.length !== 4 || !shape.every((e) => Number.isInteger(e) && e >= 0 && e <= 2 ** 31 - 1)) {
     throw new TensorShapeError(
@@ -65,9 +65,9 @@ function assertLayout(
   if (![1, 2, 4, 8].includes(elementBytes)) {
     throw new RangeError(`${op}: blocked layouts hold elements of 1, 2, 4 or 8 bytes, got ${elementBytes}`);
   }
-  assertOperand(op, "the logical tensor", shape, logical, capacityOf(logical as KernelOperand, elementBytes));
+  assertOperand(op, "the logical tensor", shape, logical, capacityOf(logical, elementBytes));
   const physical = blockedShape(shape, blockSize).reduce((a, b) => a * b, 1);
-  const capacity = Math.floor(blocked.data.byteLength / elementBytes);
+  const capacity = capacityOf(blocked, elementBytes);
   if (
     physical > 2 ** 31 - 1 || !Number.isInteger(blocked.offset) || blocked.offset < 0 ||
     blocked.offset + physical > capacity
@@ -101,7 +101,7 @@ export function nativeToBlocked(
   shape: readonly number[],
   blockSize: number,
   elementBytes: number,
-  dst: BlockedOperand,
+  dst: SpanOperand,
   src: KernelOperand,
   threads = 1,
 ): void {
@@ -134,7 +134,7 @@ export function nativeFromBlocked(
   blockSize: number,
   elementBytes: number,
   dst: KernelOperand,
-  src: BlockedOperand,
+  src: SpanOperand,
   threads = 1,
 ): void {
   assertLayout("toLayout", shape, blockSize, elementBytes, dst, src);
@@ -178,7 +178,7 @@ function units(elementBytes: number): [1 | 2 | 4, number] {
  * ```ts
  * import assert from "node:assert/strict";
  * import { referenceToBlocked } from "./layout.ts";
- * import type { BlockedOperand, KernelOperand } from "../kernels/types.ts";
+ * import type { SpanOperand, KernelOperand } from "../kernels/types.ts";
  * const nchw = new Uint8Array([1, 2, 3]);                     // N=1, C=3, H=W=1
  * const blocked = new Uint8Array(4).fill(9);
  * const operand = (data: Uint8Array, strides: number[]) => ({ data, offset: 0, strides }) as unknown as KernelOperand;
@@ -190,7 +190,7 @@ export function referenceToBlocked(
   shape: readonly number[],
   blockSize: number,
   elementBytes: number,
-  dst: BlockedOperand,
+  dst: SpanOperand,
   src: KernelOperand,
 ): void {
   assertLayout("toLayout", shape, blockSize, elementBytes, src, dst);
@@ -213,7 +213,7 @@ export function referenceToBlocked(
  * ```ts
  * import assert from "node:assert/strict";
  * import { referenceFromBlocked } from "./layout.ts";
- * import type { BlockedOperand, KernelOperand } from "../kernels/types.ts";
+ * import type { SpanOperand, KernelOperand } from "../kernels/types.ts";
  * const blocked = new Uint8Array([1, 2, 3, 0]);
  * const nchw = new Uint8Array(3);
  * const operand = (data: Uint8Array, strides: number[]) => ({ data, offset: 0, strides }) as unknown as KernelOperand;
@@ -226,7 +226,7 @@ export function referenceFromBlocked(
   blockSize: number,
   elementBytes: number,
   dst: KernelOperand,
-  src: BlockedOperand,
+  src: SpanOperand,
 ): void {
   assertLayout("toLayout", shape, blockSize, elementBytes, dst, src);
   const [unit, count] = units(elementBytes);

@@ -22,8 +22,9 @@ import { DType } from "../dtype.ts";
 import { DTypeError } from "../errors.ts";
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
-import type { KernelOperand } from "../kernels/types.ts";
+import type { KernelOperand, SpanOperand } from "../kernels/types.ts";
 import { f16BitsToF32, f32ToF16Bits } from "./convert.ts";
+import { capacityOf } from "./copy.ts";
 
 /** A quantized block format: `DType.Q4_0` or `DType.Q8_0`. */
 export type QuantFormat = typeof DType.Q4_0 | typeof DType.Q8_0;
@@ -39,9 +40,6 @@ export type QuantFormat = typeof DType.Q4_0 | typeof DType.Q8_0;
  * ```
  */
 export const BLOCK_ELEMENTS = 32;
-
-/** Where contiguous data starts: a storage (address and typed array over all of it) and an offset. */
-export type ContiguousOperand = Pick<KernelOperand, "pointer" | "data" | "offset">;
 
 /**
  * Bytes per block of a format.
@@ -67,8 +65,8 @@ function assertBlocks(
   op: string,
   format: QuantFormat,
   blocks: number,
-  blockSide: Pick<KernelOperand, "data" | "offset">,
-  valueSide: Pick<KernelOperand, "data" | "offset">,
+  blockSide: Pick<KernelOperand, "data" | "offset" | "byteLength">,
+  valueSide: Pick<KernelOperand, "data" | "offset" | "byteLength">,
 ): void {
   const bytes = blockBytes(format);
   if (!Number.isInteger(blocks) || blocks < 0 || blocks * BLOCK_ELEMENTS > 2 ** 31 - 1) {
@@ -81,8 +79,8 @@ function assertBlocks(
       );
     }
   };
-  check("blocks", blockSide.offset, blocks, Math.floor(blockSide.data.byteLength / bytes));
-  check("values", valueSide.offset, blocks * BLOCK_ELEMENTS, valueSide.data.byteLength >>> 2);
+  check("blocks", blockSide.offset, blocks, capacityOf(blockSide, bytes));
+  check("values", valueSide.offset, blocks * BLOCK_ELEMENTS, capacityOf(valueSide, 4));
 }
 
 /**
@@ -105,8 +103,8 @@ function assertBlocks(
 export function nativeQuantize(
   format: QuantFormat,
   blocks: number,
-  dst: ContiguousOperand,
-  src: ContiguousOperand,
+  dst: SpanOperand,
+  src: SpanOperand,
   threads = 1,
 ): void {
   assertBlocks("quantize", format, blocks, dst, src);
@@ -137,8 +135,8 @@ export function nativeQuantize(
 export function nativeDequantize(
   format: QuantFormat,
   blocks: number,
-  dst: ContiguousOperand,
-  src: ContiguousOperand,
+  dst: SpanOperand,
+  src: SpanOperand,
   threads = 1,
 ): void {
   assertBlocks("dequantize", format, blocks, src, dst);

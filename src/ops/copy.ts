@@ -31,10 +31,8 @@ function copyQuantizedRows(op: string, dst: Tensor, src: Tensor): void {
   const b = info.blockElements;
   const rank = src.rank;
   // Treat each block as one element of blockBytes bytes: strides and offsets in blocks.
-  const toBlocks = (t: Tensor) => ({
-    ...t.operand(op, [...t.strides.slice(0, -1).map((s) => s / b), 1]),
-    offset: t.offset / b,
-  });
+  const toBlocks = (t: Tensor) =>
+    t.operand(op, [...t.strides.slice(0, -1).map((s) => s / b), 1], t.offset / b);
   const shape = [...src.shape.slice(0, -1), src.shape[rank - 1] / b];
   kernels().copy(info.blockBytes, shape, toBlocks(dst), toBlocks(src), computeSettings());
 }
@@ -148,7 +146,7 @@ export function fillStrided(t: Tensor, value: number | bigint): void {
   using one = allocate("fill", [], t.dtype, false, {});
   const data = one.data();
   data[0] = value as never;
-  const source = { ...one.operand("fill", new Array<number>(t.rank).fill(0)) };
+  const source = one.operand("fill", new Array<number>(t.rank).fill(0));
   kernels().copy(info.blockBytes, t.shape, t.operand("fill"), source, computeSettings());
 }
 
