@@ -308,3 +308,12 @@ test("compute settings of two interleaved async jobs stay their own", async () =
   assert.throws(() => TensorCompute.run({ threads: 0 }, () => 0), /threads must be an integer in 1 to 256/);
   assert.equal(GradMode.noGrad(() => 42), 42);
 });
+
+test("copyFrom a view of the same storage copies as if through a temporary", () => {
+  using t = Tensor.arange(6);
+  t.copyFrom(t.flip(0));
+  assert.deepEqual([...t.toArray()], [5, 4, 3, 2, 1, 0]);
+  using m = Tensor.arange(9).reshape([3, 3]);
+  m.copyFrom(m.T);
+  assert.deepEqual([...m.toArray()], [0, 3, 6, 1, 4, 7, 2, 5, 8]);
+});

@@ -115,8 +115,11 @@ export function copyInto(target: Tensor, source: Tensor): void {
       );
     }
   }
-  const view = expandView(source, target.shape, "copyFrom");
-  const src = new Tensor({ storage: source.storage, dtype: source.dtype, ...view });
+  // The kernels read and write in one pass: a source sharing the target's storage is copied out first.
+  using staged = source.storage === target.storage ? clone(source.detach()) : null;
+  const from = staged ?? source;
+  const view = expandView(from, target.shape, "copyFrom");
+  const src = new Tensor({ storage: from.storage, dtype: from.dtype, ...view });
   if (source.dtype === target.dtype) {
     copyElements("copyFrom", target, src);
   } else {
