@@ -1,7 +1,8 @@
 /**
  * Data movement benchmarks, each figure beside its baselines from the same run:
- * - `contiguous()` of a transposed 4096×4096 f32 view (the strided copy, tiled and threaded);
- * - a 16M-element f32 → f16 cast (the selected ISA's bulk conversion, threaded);
+ * - `contiguous()` of a transposed 4096×4096 f32 view (the strided copy, tiled and threaded), through the
+ *   kernel call and through `Tensor` (`x.T.contiguous()`, its output allocated from the pool);
+ * - a 16M-element f32 → f16 cast (the selected ISA's bulk conversion, threaded), likewise;
  * against the machine's copy bandwidth (a plain contiguous native memcpy of the same bytes, through
  * `zt_copy` of a contiguous 1-D span, on 1 thread and on all of them) and against a plain TypeScript loop.
  * Bandwidth counts bytes read plus bytes written.
@@ -16,6 +17,7 @@ import { nativeCopy } from "../src/movement/copy.ts";
 import { nativeCast } from "../src/movement/cast.ts";
 import { f32BitsToF16Bits } from "../src/movement/convert.ts";
 import { DType } from "../src/dtype.ts";
+import { Tensor } from "../src/tensor.ts";
 import { native } from "../src/native/library.ts";
 import { ffi } from "../src/native/runtime.ts";
 import type { KernelOperand } from "../src/kernels/types.ts";
@@ -47,6 +49,9 @@ function operand(
 ): KernelOperand {
   return { pointer: b.pointer, data, offset: 0, strides };
 }
+
+/** The same values as a tensor, for the public-API rows (threads: the process default, all of them). */
+const square = Tensor.from(new Float32Array(src.buffer), [SIDE, SIDE]);
 
 const flatSrc = operand(src, srcBits, [1]);
 const flatDst = operand(dst, dstBits, [1]);
@@ -96,6 +101,12 @@ const cases: Case[] = [
   },
   {
     group: transposeGroup,
+    name: "Tensor: x.T.contiguous(), output allocated",
+    bytes: copyBytes,
+    fn: () => square.T.contiguous().dispose(),
+  },
+  {
+    group: transposeGroup,
     name: "TypeScript loop",
     bytes: copyBytes,
     fn: () => {
@@ -129,6 +140,12 @@ const cases: Case[] = [
     name: `zigtensor cast, ${threads} threads`,
     bytes: castBytes,
     fn: () => nativeCast(DType.F16, DType.F32, [COUNT], halfDst, flatSrc, threads),
+  },
+  {
+    group: castGroup,
+    name: "Tensor: x.cast(DType.F16), output allocated",
+    bytes: castBytes,
+    fn: () => square.cast(DType.F16).dispose(),
   },
   {
     group: castGroup,
