@@ -1,120 +1,10 @@
 // Gradient checks: every differentiable op against central differences of an f64 reference function, on random
 // shapes including broadcasts and strided (transposed, sliced, flipped) inputs, in exact and fast mode.
 import { test } from "node:test";
-import assert from "node:assert/strict";
-import { ActivationScope, DType, ops, Tensor, TensorCompute } from "../mod.ts";
-import { Xorshift128 } from "../src/random.ts";
+import { DType, ops, Tensor } from "../mod.ts";
 import * as R from "./helpers/f64.ts";
 
-type Forward32 = (inputs: Tensor[]) => Tensor;
-type Forward64 = (inputs: R.F64[]) => R.F64;
-
-interface Case {
-  name: string;
-  shapes: number[][];
-  f32: Forward32;
-  f64: Forward64;
-  /** Keep inputs away from kinks and poles (relu at 0, log and sqrt near 0, max ties). */
-  positive?: boolean;
-  /** Views applied to each leaf before the op: makes the op's inputs strided. */
-  strided?: boolean;
-  tolerance?: number;
-}
-
-const rng = new Xorshift128(99);
-
-function randomValues(n: number, positive: boolean): Float32Array {
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    // Distinct values spread over [-2, 2] (or [0.5, 2.5]), so max and relu have no ties or kinks nearby.
-    const u = (rng.next() % 100000) / 100000;
-    out[i] = positive ? 0.5 + 2 * u : -2 + 4 * u;
-  }
-  return out;
-}
-
-/**
- * The leaves are built transposed-and-flipped when `strided`: the op sees a strided view, the gradient flows
- * through the recorded Permute and Flip back to a contiguous leaf, and the f64 side applies the same views.
- */
-function stridedView(t: Tensor): Tensor {
-  if (t.rank < 2) return ops.flip(t, 0);
-  return ops.flip(ops.transpose(t, 0, t.rank - 1), 0);
-}
-
-function stridedView64(x: R.F64): R.F64 {
-  return R.viewOp(x, (t) => stridedView(t).contiguous());
-}
-
-function leafShape(shape: number[], strided: boolean): number[] {
-  if (!strided || shape.length < 2) return shape;
-  const s = [...shape];
-  [s[0], s[s.length - 1]] = [s[s.length - 1], s[0]];
-  return s;
-}
-
-function check(c: Case, mode: "exact" | "fast"): void {
-  const strided = c.strided ?? false;
-  const leafShapes = c.shapes.map((s) => leafShape(s, strided));
-  const values = leafShapes.map((s) => randomValues(s.reduce((a, b) => a * b, 1), c.positive ?? false));
-  const analytic = TensorCompute.run({ mode }, () => {
-    using _scope = new ActivationScope();
-    const leaves = values.map((v, i) => Tensor.from(v, leafShapes[i]).withRequiresGrad());
-    const inputs = leaves.map((l) => (strided ? stridedView(l) : l));
-    const out = c.f32(inputs);
-    const weights = Tensor.from(Float32Array.from({ length: out.size }, (_, i) => Math.sin(i + 1)), [
-      ...out.shape,
-    ]);
-    ops.sum(ops.mul(out, weights)).backward();
-    const grads = leaves.map((l) => Float64Array.from(l.grad!.toArray() as Float32Array));
-    for (const l of leaves) {
-      l.grad = null;
-      l.dispose();
-    }
-    return grads;
-  });
-  const loss = (xs: R.F64[]): number => {
-    const out = c.f64(strided ? xs.map(stridedView64) : xs);
-    return R.weightedSum(
-      out,
-      Float64Array.from({ length: out.data.length }, (_, i) => Math.fround(Math.sin(i + 1))),
-    );
-  };
-  const h = 1e-4;
-  const tolerance = c.tolerance ?? 2e-3;
-  values.forEach((v, input) => {
-    for (let i = 0; i < v.length; i++) {
-      // The perturbation is applied in f64 to the f32 input values.
-      const numeric =
-        (lossAt(values, leafShapes, input, i, h, loss) - lossAt(values, leafShapes, input, i, -h, loss)) /
-        (2 * h);
-      const got = analytic[input][i];
-      assert.ok(
-        Math.abs(got - numeric) <= tolerance * (1 + Math.abs(numeric)),
-        `${c.name} (${mode}${
-          strided ? ", strided" : ""
-        }): d/dx${input}[${i}] is ${got}, central difference ${numeric}`,
-      );
-    }
-  });
-}
-
-function lossAt(
-  values: Float32Array[],
-  shapes: number[][],
-  input: number,
-  index: number,
-  delta: number,
-  loss: (xs: R.F64[]) => number,
-): number {
-  return loss(values.map((v, j) => {
-    const data = Float64Array.from(v);
-    if (j === input) data[index] += delta;
-    return R.f64(shapes[j], data);
-  }));
-}
-
-const cases: Case[] = [
+const cases: R.GradCase[] = [
   {
     name: "add (broadcast)",
     shapes: [[3, 4], [4]],
@@ -350,6 +240,6 @@ const cases: Case[] = [
 
 for (const mode of ["exact", "fast"] as const) {
   test(`gradients match central differences of the f64 reference (${mode} mode)`, () => {
-    for (const c of cases) check(c, mode);
+    for (const c of cases) R.checkGradients(c, mode);
   });
 }

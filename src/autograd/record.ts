@@ -45,7 +45,8 @@ export type OpKind =
   | "Conv2d"
   | "AvgPool2d"
   | "Embedding"
-  | "NllLoss";
+  | "NllLoss"
+  | "CtcLoss";
 
 /** A gradient leaf: where `backward()` accumulates the gradient of a tensor made by `withRequiresGrad()`. */
 export class LeafNode {

@@ -10,10 +10,12 @@ import { formatShape } from "../shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, mul, neg, sub } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
-import { sum } from "../ops/reduce.ts";
-import { expand, flip, permute, reshape, select, slice, transpose } from "../ops/views.ts";
+import { mean, sum } from "../ops/reduce.ts";
+import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
 import { cast, copyInto } from "../ops/copy.ts";
 import { exp } from "../ops/elementwise.ts";
+import { fold, unfold, type WindowGeometry } from "../ops/conv.ts";
+import { ctcLossBackward } from "../ops/sequence.ts";
 import type { BackwardRecord, OpKind } from "./record.ts";
 
 /** The gradients of a record's inputs from the gradient of its output. */
@@ -175,16 +177,149 @@ const rules: Record<OpKind, BackwardRule> = {
   },
   // −g/N at each row's target.
   NllLoss: (r, g) => [nllBackward(r, g)],
-  Concat: unsupported,
-  LayerNorm: unsupported,
-  BatchNorm: unsupported,
-  Conv2d: unsupported,
-  AvgPool2d: unsupported,
-  Embedding: unsupported,
+  // Each input's gradient is its slice of g along the axis (ints: the axis, then each input's extent).
+  Concat: (r, g) => {
+    const [axis, ...sizes] = r.ints;
+    let start = 0;
+    return sizes.map((size, i) => {
+      start += size;
+      return r.needsGrad(i) ? slice(g, axis, start - size, start) : null;
+    });
+  },
+  // y = x̂·w + b, x̂ = (x − μ)·rstd over the last k axes: with ĝ = g·w,
+  // dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)); dw = Σ g·x̂ and db = Σ g over the leading axes.
+  LayerNorm: (r, g) => {
+    const rank = r.inputShape(0).length;
+    const k = r.ints[0];
+    const normalized = Array.from({ length: k }, (_, i) => rank - k + i);
+    const leading = Array.from({ length: rank - k }, (_, i) => i);
+    return normBackward(r, g, { normalized, leading, centered: true, weightView: (w) => w });
+  },
+  // The same per channel, over every axis but 1, with the batch statistics (training); with the running
+  // statistics (evaluation) they are constants and dx = ĝ·rstd.
+  BatchNorm: (r, g) => {
+    const rank = r.inputShape(0).length;
+    const axes = [0, ...Array.from({ length: rank - 2 }, (_, i) => i + 2)];
+    return normBackward(r, g, {
+      normalized: axes,
+      leading: axes,
+      centered: r.ints[0] === 1,
+      weightView: (w) => reshape(w, [w.shape[0], ...new Array<number>(rank - 2).fill(1)]),
+    });
+  },
+  // Per group: dx = col2im(Wᵀ·g), dW = Σₙ g·colsᵀ (the input unfolded again), db = Σ g over N, OH, OW.
+  Conv2d: (r, g) => conv2dBackward(r, g),
+  // Each output's gradient, divided by KH·KW, is added back over its window (col2im of a broadcast view).
+  AvgPool2d: (r, g) => {
+    const [kh, kw, sh, sw, ph, pw] = r.ints;
+    const input = r.inputShape(0);
+    const [n, c, oh, ow] = g.shape;
+    const geometry = windowGeometry([kh, kw], [sh, sw], [ph, pw], [1, 1], [oh, ow]);
+    const scaled = div(g, kh * kw);
+    const s = scaled.strides;
+    const windows = viewOf(scaled, {
+      shape: [n, c, kh, kw, oh, ow],
+      strides: [s[0], s[1], 0, 0, s[2], s[3]],
+      offset: scaled.offset,
+    });
+    return [fold("backward", windows, geometry, input)];
+  },
+  // Each looked-up row's gradient is added to its table row, in lookup order, except the padding row's.
+  Embedding: (r, g) => [embeddingBackward(r, g)],
+  // d(−log p)/d lp[t, n, c] = −Σ_{s: l′ₛ = c} α_t(s)·β_t(s) / (y_t(c)·p), by forward-backward in f64, times
+  // the reduction factor and g (slot 0: the log-probabilities; ints: blank, reduction, zeroInfinity, lengths,
+  // labels).
+  CtcLoss: (r, g) => [ctcLossBackward(r.savedTensor(0), r.ints, Array.from(g.toArray() as Float32Array))],
 };
 
-function unsupported(record: BackwardRecord): never {
-  throw new Error(`backward: no rule for ${record.op}`);
+function windowGeometry(
+  kernel: [number, number],
+  stride: [number, number],
+  padding: [number, number],
+  dilation: [number, number],
+  output: [number, number],
+): WindowGeometry {
+  return { kernel, stride, padding, dilation, output };
+}
+
+/** Where a normalization's backward reduces, and how its weight broadcasts over the input. */
+interface NormAxes {
+  /** The axes the statistics were taken over. */
+  readonly normalized: readonly number[];
+  /** The axes the weight and bias gradients sum over. */
+  readonly leading: readonly number[];
+  /** Whether the statistics depend on x (batch statistics) or are constants (running statistics). */
+  readonly centered: boolean;
+  readonly weightView: (weight: Tensor) => Tensor;
+}
+
+/** The gradients of [x, weight?, bias?] of a LayerNorm or BatchNorm record (ints 1 and 2: has weight, bias). */
+function normBackward(r: BackwardRecord, g: Tensor, axes: NormAxes): (Tensor | null)[] {
+  const [, hasWeight, hasBias] = r.ints;
+  const xhat = r.savedTensor(0);
+  const grads: (Tensor | null)[] = [null];
+  if (r.needsGrad(0)) {
+    const rstd = r.savedTensor(1);
+    const gh = hasWeight === 1 ? mul(g, axes.weightView(r.savedTensor(2))) : g;
+    if (axes.centered) {
+      const keep = { keepDims: true };
+      const spread = sub(
+        sub(gh, mean(gh, axes.normalized, keep)),
+        mul(xhat, mean(mul(gh, xhat), axes.normalized, keep)),
+      );
+      grads[0] = mul(spread, rstd);
+    } else {
+      grads[0] = mul(gh, rstd);
+    }
+  }
+  const reduceTo = (t: Tensor, shape: readonly number[]) =>
+    reshape(axes.leading.length === 0 ? t : sum(t, axes.leading), shape);
+  if (hasWeight === 1) grads.push(r.needsGrad(1) ? reduceTo(mul(g, xhat), r.inputShape(1)) : null);
+  if (hasBias === 1) {
+    const i = grads.length;
+    grads.push(r.needsGrad(i) ? reduceTo(g, r.inputShape(i)) : null);
+  }
+  return grads;
+}
+
+function conv2dBackward(r: BackwardRecord, g: Tensor): (Tensor | null)[] {
+  const [kh, kw, sh, sw, ph, pw, dh, dw, groups] = r.ints;
+  const input = r.inputShape(0);
+  const weightShape = r.inputShape(1);
+  const [n, c] = input;
+  const [o, cg] = weightShape;
+  const [oh, ow] = g.shape.slice(2);
+  const geometry = windowGeometry([kh, kw], [sh, sw], [ph, pw], [dh, dw], [oh, ow]);
+  const k = cg * kh * kw;
+  const grouped = reshape(g, [n, groups, o / groups, oh * ow]);
+  let dx: Tensor | null = null;
+  if (r.needsGrad(0)) {
+    const weightT = transpose(reshape(r.savedTensor(1), [groups, o / groups, k]), -1, -2);
+    const columns = matmul(weightT, grouped);
+    dx = fold("backward", reshape(columns, [n, c, kh, kw, oh, ow]), geometry, input);
+  }
+  let dWeight: Tensor | null = null;
+  if (r.needsGrad(1)) {
+    const columns = unfold("backward", r.savedTensor(0), geometry);
+    const perImage = matmul(grouped, transpose(reshape(columns, [n, groups, k, oh * ow]), -1, -2));
+    dWeight = reshape(sum(perImage, 0), weightShape);
+  }
+  if (r.inputs.length === 2) return [dx, dWeight];
+  return [dx, dWeight, r.needsGrad(2) ? sum(g, [0, 2, 3]) : null];
+}
+
+function embeddingBackward(r: BackwardRecord, g: Tensor): Tensor {
+  const [rows, dim] = r.inputShape(0);
+  const skip = r.ints[0];
+  const ids = Array.from(r.savedTensor(0).toArray() as ArrayLike<number | bigint>, Number);
+  const grad = allocate("backward", [rows, dim], 1, true, { scoped: true });
+  const out = grad.data() as Float32Array;
+  const values = g.toArray() as Float32Array;
+  ids.forEach((id, i) => {
+    if (id === skip) return;
+    for (let j = 0; j < dim; j++) out[id * dim + j] = Math.fround(out[id * dim + j] + values[i * dim + j]);
+  });
+  return grad;
 }
 
 function maxPoolBackward(r: BackwardRecord, g: Tensor): Tensor {

@@ -30,7 +30,21 @@ export {
 } from "./elementwise.ts";
 export { argmax, logSoftmax, max, mean, min, softmax, sum } from "./reduce.ts";
 export { linear, matmul } from "./linalg.ts";
-export { crossEntropy, maxPool2d, nllLoss } from "./nn.ts";
+export { attention, concat, crossEntropy, embedding, maxPool2d, nllLoss } from "./nn.ts";
+export type { AttentionOptions, EmbeddingOptions, Pool2dOptions } from "./nn.ts";
+export { avgPool2d, conv2d } from "./conv.ts";
+export type { AvgPool2dOptions, Conv2dOptions } from "./conv.ts";
+export { batchNorm, layerNorm } from "./norm.ts";
+export type { BatchNormOptions, LayerNormOptions } from "./norm.ts";
+export { ctcLoss, gru, lstm } from "./sequence.ts";
+export type {
+  CtcLossOptions,
+  GruOptions,
+  GruResult,
+  LstmOptions,
+  LstmResult,
+  RnnWeights,
+} from "./sequence.ts";
 export {
   expand,
   flip,

@@ -1,0 +1,353 @@
+/**
+ * 2-D convolution and average pooling over NCHW tensors, built from the seam's kernels only, so the reference
+ * kernel set runs them too. Convolution pads by copying into a slice of a zero tensor, unfolds the windows
+ * (im2col) with one strided copy, and multiplies by the weights as a batched matmul; its backward pass folds
+ * columns back (col2im) with KH·KW in-place adds on strided views. Average pooling is a mean over a strided
+ * window view, so it accumulates in f64 like every reduction.
+ *
+ * @module
+ */
+import { TensorShapeError } from "../errors.ts";
+import { computeSettings, GradMode, kernels } from "../context.ts";
+import { formatShape } from "../shape.ts";
+import { allocate, type Tensor } from "../tensor.ts";
+import { BinaryOp, ReduceOp } from "../kernels/types.ts";
+import { record, shouldRecord } from "../autograd/record.ts";
+import { broadcastStrides, checkF32, newOutput } from "./elementwise.ts";
+import { matmul } from "./linalg.ts";
+import { reshape, squeeze, unsqueeze, viewOf } from "./views.ts";
+import { copyElements } from "./copy.ts";
+import { pair } from "./nn.ts";
+
+/** Options of `conv2d`: a number or `[h, w]` for each of stride, padding and dilation. */
+export interface Conv2dOptions {
+  /** A bias of shape [out channels], added to every output position. */
+  readonly bias?: Tensor;
+  /** @default 1 */
+  readonly stride?: number | readonly [number, number];
+  /** Zeros added on both sides of each spatial axis. @default 0 */
+  readonly padding?: number | readonly [number, number];
+  /** The spacing between kernel taps. @default 1 */
+  readonly dilation?: number | readonly [number, number];
+  /** Input and output channels split into this many independent groups. @default 1 */
+  readonly groups?: number;
+}
+
+/** Options of `avgPool2d`: a number or `[h, w]` for each. */
+export interface AvgPool2dOptions {
+  readonly kernel: number | readonly [number, number];
+  /** @default kernel */
+  readonly stride?: number | readonly [number, number];
+  /** Zeros added on both sides, counted in every window's average; at most half the kernel. @default 0 */
+  readonly padding?: number | readonly [number, number];
+}
+
+/** Where a window sweep reads a padded NCHW input: the spatial pairs and the output extent. */
+export interface WindowGeometry {
+  readonly kernel: readonly [number, number];
+  readonly stride: readonly [number, number];
+  readonly padding: readonly [number, number];
+  readonly dilation: readonly [number, number];
+  readonly output: readonly [number, number];
+}
+
+/** The output extent of each spatial axis, or a `TensorShapeError` when the window does not fit. */
+function outputExtents(
+  op: string,
+  shape: readonly number[],
+  kernel: readonly [number, number],
+  stride: readonly [number, number],
+  padding: readonly [number, number],
+  dilation: readonly [number, number],
+): [number, number] {
+  const extents: number[] = [];
+  for (const axis of [0, 1]) {
+    const span = dilation[axis] * (kernel[axis] - 1) + 1;
+    const size = shape[2 + axis] + 2 * padding[axis];
+    if (size < span) {
+      throw new TensorShapeError(
+        op,
+        `the input ${formatShape(shape)} padded by ${formatShape(padding)} is smaller than the kernel ` +
+          `${formatShape(kernel)}${dilation[axis] > 1 ? ` dilated by ${formatShape(dilation)}` : ""}`,
+        [shape],
+      );
+    }
+    extents.push(Math.floor((size - span) / stride[axis]) + 1);
+  }
+  return [extents[0], extents[1]];
+}
+
+/** `t` read as the elements of `shape` at `strides` from `offset` (a view; the caller keeps it in bounds). */
+function strided(t: Tensor, shape: readonly number[], strides: readonly number[], offset: number): Tensor {
+  return viewOf(t, { shape, strides, offset });
+}
+
+/** The unpadded [N, C, H, W] region of a padded tensor. */
+function interior(padded: Tensor, shape: readonly number[], padding: readonly [number, number]): Tensor {
+  const s = padded.strides;
+  return strided(padded, shape, s, padded.offset + padding[0] * s[2] + padding[1] * s[3]);
+}
+
+/** `x` with zeros around its spatial axes, as a new scoped tensor; `x` itself when there is no padding. */
+function padSpatial(op: string, x: Tensor, padding: readonly [number, number]): Tensor {
+  if (padding[0] === 0 && padding[1] === 0) return x;
+  const [n, c, h, w] = x.shape;
+  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], 1, true, { scoped: true });
+  copyElements(op, interior(padded, x.shape, padding), x);
+  return padded;
+}
+
+/** target += source in place, `source` broadcast to `target`'s shape; counts as a write to `target`. */
+export function addInto(op: string, target: Tensor, source: Tensor): void {
+  const settings = computeSettings();
+  const out = target.operand(op);
+  kernels().binary(
+    BinaryOp.Add,
+    target.shape,
+    out,
+    out,
+    source.operand(op, broadcastStrides(source, target.shape, op)),
+    settings,
+  );
+  target.storage.bumpVersion();
+}
+
+/**
+ * The windows of `x` [N, C, H, W] as columns [N, C, KH, KW, OH, OW] (im2col): one strided copy of the padded
+ * input, whose windows overlap, into a new scoped tensor.
+ */
+export function unfold(op: string, x: Tensor, geometry: WindowGeometry): Tensor {
+  const { kernel, stride, padding, dilation, output } = geometry;
+  const [n, c] = x.shape;
+  const padded = padSpatial(op, x, padding);
+  try {
+    const s = padded.strides;
+    const windows = strided(
+      padded,
+      [n, c, kernel[0], kernel[1], output[0], output[1]],
+      [s[0], s[1], dilation[0] * s[2], dilation[1] * s[3], stride[0] * s[2], stride[1] * s[3]],
+      padded.offset,
+    );
+    const columns = allocate(op, windows.shape, 1, false, { scoped: true });
+    copyElements(op, columns, windows);
+    return columns;
+  } finally {
+    if (padded !== x) padded.dispose();
+  }
+}
+
+/**
+ * The inverse scatter of `unfold` (col2im): columns [N, C, KH, KW, OH, OW] (any strides) summed back into an
+ * input-shaped gradient, one in-place add per kernel tap, each over positions that do not overlap. Returns a
+ * view of a new scoped padded tensor.
+ */
+export function fold(
+  op: string,
+  columns: Tensor,
+  geometry: WindowGeometry,
+  inputShape: readonly number[],
+): Tensor {
+  const { kernel, stride, padding, dilation, output } = geometry;
+  const [n, c, h, w] = inputShape;
+  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], 1, true, { scoped: true });
+  const s = padded.strides;
+  const cs = columns.strides;
+  const shape = [n, c, output[0], output[1]];
+  for (let ky = 0; ky < kernel[0]; ky++) {
+    for (let kx = 0; kx < kernel[1]; kx++) {
+      const target = strided(
+        padded,
+        shape,
+        [s[0], s[1], stride[0] * s[2], stride[1] * s[3]],
+        ky * dilation[0] * s[2] + kx * dilation[1] * s[3],
+      );
+      const source = strided(
+        columns,
+        shape,
+        [cs[0], cs[1], cs[4], cs[5]],
+        columns.offset + ky * cs[2] + kx * cs[3],
+      );
+      addInto(op, target, source);
+    }
+  }
+  return interior(padded, inputShape, padding);
+}
+
+/** The checked geometry of a convolution of `x` [N, C, H, W] by `weight` [O, C/groups, KH, KW]. */
+function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOptions): WindowGeometry {
+  if (weight.rank !== 4) {
+    throw new TensorShapeError(
+      op,
+      `weight must be [out channels, in channels / groups, kH, kW], got ${formatShape(weight.shape)}`,
+      [x.shape, weight.shape],
+    );
+  }
+  const groups = options.groups ?? 1;
+  if (!Number.isInteger(groups) || groups < 1) {
+    throw new TensorShapeError(op, `groups must be an integer ≥ 1, got ${String(groups)}`, [x.shape]);
+  }
+  const [o, cg, kh, kw] = weight.shape;
+  const c = x.shape[1];
+  if (cg * groups !== c || o % groups !== 0) {
+    throw new TensorShapeError(
+      op,
+      `with ${groups} group(s), the input's ${c} channels must equal weight dimension 1 (${cg}) × groups and ` +
+        `the ${o} output channels must divide by groups; got input ${formatShape(x.shape)} and weight ${
+          formatShape(weight.shape)
+        }`,
+      [x.shape, weight.shape],
+    );
+  }
+  if (kh === 0 || kw === 0) {
+    throw new TensorShapeError(op, `the kernel ${formatShape([kh, kw])} is empty`, [weight.shape]);
+  }
+  const bias = options.bias;
+  if (bias !== undefined && (bias.rank !== 1 || bias.shape[0] !== o)) {
+    throw new TensorShapeError(op, `bias must be [${o}], got ${formatShape(bias.shape)}`, [
+      weight.shape,
+      bias.shape,
+    ]);
+  }
+  const kernel: [number, number] = [kh, kw];
+  const stride = pair(op, "stride", options.stride ?? 1, 1);
+  const padding = pair(op, "padding", options.padding ?? 0, 0);
+  const dilation = pair(op, "dilation", options.dilation ?? 1, 1);
+  const output = outputExtents(op, x.shape, kernel, stride, padding, dilation);
+  return { kernel, stride, padding, dilation, output };
+}
+
+/** The checked rank: 4 (NCHW) or 3 (one unbatched CHW image). */
+function checkImage(op: string, x: Tensor): void {
+  if (x.rank !== 3 && x.rank !== 4) {
+    throw new TensorShapeError(
+      op,
+      `${op} takes an NCHW tensor (or one CHW image), got shape ${formatShape(x.shape)}`,
+      [x.shape],
+    );
+  }
+}
+
+/**
+ * The convolution proper: unfold, then weights [groups, O/groups, K] @ columns [N, groups, K, OH·OW] as one
+ * batched matmul, viewed as [N, O, OH, OW]; the bias is added in place.
+ */
+function convolve(
+  op: string,
+  x: Tensor,
+  weight: Tensor,
+  bias: Tensor | undefined,
+  geometry: WindowGeometry,
+): Tensor {
+  const groups = x.shape[1] / weight.shape[1];
+  const [n] = x.shape;
+  const [o, cg, kh, kw] = weight.shape;
+  const [oh, ow] = geometry.output;
+  return GradMode.noGrad(() => {
+    const columns = unfold(op, x, geometry);
+    const grouped = reshape(weight, [groups, o / groups, cg * kh * kw]);
+    const product = matmul(grouped, reshape(columns, [n, groups, cg * kh * kw, oh * ow]));
+    columns.dispose();
+    if (grouped.storage !== weight.storage) grouped.dispose();
+    const y = reshape(product, [n, o, oh, ow]);
+    if (bias !== undefined) addInto(op, y, reshape(bias, [o, 1, 1]));
+    return y;
+  });
+}
+
+/**
+ * 2-D convolution (cross-correlation, as in PyTorch) of `x` [N, C, H, W] (or one image [C, H, W]) by `weight`
+ * [O, C/groups, KH, KW], with an optional `bias` [O]. Output [N, O, OH, OW] with
+ * `OH = floor((H + 2·padding − dilation·(KH − 1) − 1)/stride) + 1`. Records Conv2d: slot 0 the input (when
+ * the weight needs a gradient), slot 1 the weight (when the input needs one); ints kernel, stride, padding,
+ * dilation (each h, w) and groups.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.arange(9).reshape([1, 1, 3, 3]);
+ * using w = Tensor.from([[[[1, 0], [0, 1]]]]); // adds each pixel to its lower-right neighbour
+ * using y = ops.conv2d(x, w, { bias: Tensor.from([10]) });
+ * assert.deepEqual([...y.shape], [1, 1, 2, 2]);
+ * assert.deepEqual([...y.toArray()], [14, 16, 20, 22]);
+ * ```
+ */
+export function conv2d(x: Tensor, weight: Tensor, options: Conv2dOptions = {}): Tensor {
+  const op = "conv2d";
+  checkF32(op, x, weight);
+  if (options.bias !== undefined) checkF32(op, options.bias);
+  checkImage(op, x);
+  // One image is a batch of one, so errors name the batched shape [1, C, H, W].
+  if (x.rank === 3) return squeeze(conv2d(unsqueeze(x, 0), weight, options), 0);
+  const geometry = convGeometry(op, x, weight, options);
+  const bias = options.bias;
+  const y = convolve(op, x, weight, bias, geometry);
+  const inputs = bias === undefined ? [x, weight] : [x, weight, bias];
+  if (!shouldRecord(...inputs)) return y;
+  const { kernel, stride, padding, dilation } = geometry;
+  return record(y, "Conv2d", inputs, {
+    saved: [weight.requiresGrad ? x : null, x.requiresGrad ? weight : null],
+    ints: [...kernel, ...stride, ...padding, ...dilation, x.shape[1] / weight.shape[1]],
+  });
+}
+
+/** The checked window of an average pooling. */
+function poolGeometry(op: string, x: Tensor, options: AvgPool2dOptions): WindowGeometry {
+  const kernel = pair(op, "kernel", options.kernel, 1);
+  const stride = pair(op, "stride", options.stride ?? kernel, 1);
+  const padding = pair(op, "padding", options.padding ?? 0, 0);
+  for (const axis of [0, 1]) {
+    if (2 * padding[axis] > kernel[axis]) {
+      throw new TensorShapeError(
+        op,
+        `padding ${formatShape(padding)} must be at most half the kernel ${formatShape(kernel)}`,
+        [x.shape],
+      );
+    }
+  }
+  const dilation: [number, number] = [1, 1];
+  return {
+    kernel,
+    stride,
+    padding,
+    dilation,
+    output: outputExtents(op, x.shape, kernel, stride, padding, dilation),
+  };
+}
+
+/**
+ * 2-D average pooling of `x` [N, C, H, W] (or [C, H, W]) with PyTorch's defaults: padding counts as zeros in
+ * every window's average (`count_include_pad`), so each output divides by KH·KW; output extent
+ * `floor((size + 2·padding − kernel)/stride) + 1`. Records AvgPool2d (ints kernel, stride, padding; nothing
+ * saved).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16], [1, 1, 4, 4]);
+ * using y = ops.avgPool2d(x, { kernel: 2 });
+ * assert.deepEqual([...y.toArray()], [3.5, 5.5, 11.5, 13.5]);
+ * ```
+ */
+export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
+  const op = "avgPool2d";
+  checkF32(op, x);
+  checkImage(op, x);
+  if (x.rank === 3) return squeeze(avgPool2d(unsqueeze(x, 0), options), 0);
+  const geometry = poolGeometry(op, x, options);
+  const { kernel, stride, padding, output } = geometry;
+  const [n, c] = x.shape;
+  const y = newOutput(op, [n, c, output[0], output[1]]);
+  const padded = padSpatial(op, x, padding);
+  try {
+    const s = padded.strides;
+    const shape = [n, c, output[0], output[1], kernel[0], kernel[1]];
+    const windows = [s[0], s[1], stride[0] * s[2], stride[1] * s[3], s[2], s[3]];
+    kernels().reduce(ReduceOp.Mean, shape, 2, y.operand(op), padded.operand(op, windows), computeSettings());
+  } finally {
+    if (padded !== x) padded.dispose();
+  }
+  if (!shouldRecord(x)) return y;
+  return record(y, "AvgPool2d", [x], { ints: [...kernel, ...stride, ...padding] });
+}

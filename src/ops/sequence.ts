@@ -1,0 +1,517 @@
+/**
+ * Sequence operators: single-layer LSTM and GRU (batch-first, PyTorch's gate order and weight shapes), built
+ * step by step from linear, slices and the element-wise functions, whose records carry the gradient; and the
+ * CTC loss, computed by the forward-backward algorithm in f64 in TypeScript with a record of its own.
+ *
+ * @module
+ */
+import { DTypeError, TensorShapeError } from "../errors.ts";
+import { dtypeInfo } from "../dtype.ts";
+import { formatShape } from "../shape.ts";
+import { allocate, Tensor } from "../tensor.ts";
+import { tidy } from "../scope.ts";
+import { record, shouldRecord } from "../autograd/record.ts";
+import { add, checkF32, mul, newOutput, sigmoid, sub, tanh } from "./elementwise.ts";
+import { linear } from "./linalg.ts";
+import { concat } from "./nn.ts";
+import { select, slice, unsqueeze } from "./views.ts";
+
+/** The parameters of one recurrent layer, PyTorch's `weight_ih_l0` and friends (gates stacked on axis 0). */
+export interface RnnWeights {
+  /** [gates·H, I]: input to hidden, gates stacked in PyTorch's order (LSTM i, f, g, o; GRU r, z, n). */
+  readonly weightIh: Tensor;
+  /** [gates·H, H]: hidden to hidden, same order. */
+  readonly weightHh: Tensor;
+  /** [gates·H] */
+  readonly biasIh?: Tensor;
+  /** [gates·H] */
+  readonly biasHh?: Tensor;
+}
+
+/** Initial states of `lstm`, each [1, N, H] (zeros when absent). */
+export interface LstmOptions {
+  readonly h0?: Tensor;
+  readonly c0?: Tensor;
+}
+
+/** What `lstm` returns: every step's hidden state and the final states, as PyTorch shapes them. */
+export interface LstmResult {
+  /** [N, T, H] */
+  readonly output: Tensor;
+  /** The last hidden state, [1, N, H]. */
+  readonly h: Tensor;
+  /** The last cell state, [1, N, H]. */
+  readonly c: Tensor;
+}
+
+/** Initial state of `gru`, [1, N, H] (zeros when absent). */
+export interface GruOptions {
+  readonly h0?: Tensor;
+}
+
+/** What `gru` returns. */
+export interface GruResult {
+  /** [N, T, H] */
+  readonly output: Tensor;
+  /** The last hidden state, [1, N, H]. */
+  readonly h: Tensor;
+}
+
+function checkShapeIs(op: string, name: string, t: Tensor | undefined, shape: readonly number[]): void {
+  if (t === undefined) return;
+  checkF32(op, t);
+  if (t.rank !== shape.length || t.shape.some((e, i) => e !== shape[i])) {
+    throw new TensorShapeError(
+      op,
+      `${name} must have shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
+      [
+        shape,
+        t.shape,
+      ],
+    );
+  }
+}
+
+/** The checked hidden size of a layer with `gates` gates over x [N, T, I]. */
+function checkRecurrent(
+  op: string,
+  gates: number,
+  x: Tensor,
+  w: RnnWeights,
+  states: (Tensor | undefined)[],
+): number {
+  checkF32(op, x, w.weightIh, w.weightHh);
+  if (x.rank !== 3 || x.shape[1] === 0) {
+    throw new TensorShapeError(
+      op,
+      `x must be batch-first [N, T, I] with T ≥ 1, got ${formatShape(x.shape)}`,
+      [
+        x.shape,
+      ],
+    );
+  }
+  const [n, , inputs] = x.shape;
+  const rows = w.weightIh.rank === 2 ? w.weightIh.shape[0] : -1;
+  if (rows <= 0 || rows % gates !== 0) {
+    throw new TensorShapeError(
+      op,
+      `weightIh must be [${gates}·hidden, ${inputs}] with hidden ≥ 1, got ${formatShape(w.weightIh.shape)}`,
+      [w.weightIh.shape],
+    );
+  }
+  const hidden = rows / gates;
+  checkShapeIs(op, "weightIh", w.weightIh, [rows, inputs]);
+  checkShapeIs(op, "weightHh", w.weightHh, [rows, hidden]);
+  checkShapeIs(op, "biasIh", w.biasIh, [rows]);
+  checkShapeIs(op, "biasHh", w.biasHh, [rows]);
+  for (const state of states) checkShapeIs(op, "an initial state", state, [1, n, hidden]);
+  return hidden;
+}
+
+/** The [N, H] initial state: the given [1, N, H] one, or zeros. */
+function initialState(op: string, state: Tensor | undefined, n: number, hidden: number): Tensor {
+  return state === undefined ? allocate(op, [n, hidden], 1, true, { scoped: true }) : select(state, 0, 0);
+}
+
+/** Gate `i` of stacked [N, gates·H] pre-activations. */
+function gate(t: Tensor, i: number, hidden: number): Tensor {
+  return slice(t, 1, i * hidden, (i + 1) * hidden);
+}
+
+/** Runs `run` in a scope that keeps only its result when nothing records (the intermediates are garbage). */
+function composite<T>(inputs: readonly (Tensor | undefined)[], run: () => T): T {
+  return shouldRecord(...inputs.filter((t): t is Tensor => t !== undefined)) ? run() : tidy(run);
+}
+
+/**
+ * A single-layer LSTM over batch-first x [N, T, I], PyTorch's `nn.LSTM(batch_first=True)`: with gates
+ * i, f, g, o stacked in `weightIh` [4H, I] and `weightHh` [4H, H], `c' = σ(f)·c + σ(i)·tanh(g)` and
+ * `h' = σ(o)·tanh(c')`. Returns every step's `h` as `output` [N, T, H] and the final `h`, `c` as [1, N, H].
+ * Built from linear, slices and element-wise ops, whose records carry the gradient.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.ones([1, 3, 2]);
+ * using weightIh = Tensor.zeros([4, 2]); // hidden size 1, every gate 0: σ = 0.5, tanh = 0
+ * using weightHh = Tensor.zeros([4, 1]);
+ * const { output, h, c } = ops.lstm(x, { weightIh, weightHh }, { c0: Tensor.ones([1, 1, 1]) });
+ * assert.deepEqual([...c.toArray()], [0.125]); // the cell state halves at each step
+ * assert.deepEqual([...output.shape], [1, 3, 1]);
+ * assert.equal(h.get(0, 0, 0), output.get(0, 2, 0));
+ * ```
+ */
+export function lstm(x: Tensor, weights: RnnWeights, options: LstmOptions = {}): LstmResult {
+  const op = "lstm";
+  const hidden = checkRecurrent(op, 4, x, weights, [options.h0, options.c0]);
+  const { weightIh, weightHh, biasIh, biasHh } = weights;
+  const [n, steps] = x.shape;
+  return composite([x, weightIh, weightHh, biasIh, biasHh, options.h0, options.c0], () => {
+    const projected = linear(x, weightIh, biasIh);
+    let h = initialState(op, options.h0, n, hidden);
+    let c = initialState(op, options.c0, n, hidden);
+    const outputs: Tensor[] = [];
+    for (let t = 0; t < steps; t++) {
+      const gates = add(select(projected, 1, t), linear(h, weightHh, biasHh));
+      const [i, f, o] = [0, 1, 3].map((g) => sigmoid(gate(gates, g, hidden)));
+      c = add(mul(f, c), mul(i, tanh(gate(gates, 2, hidden))));
+      h = mul(o, tanh(c));
+      outputs.push(unsqueeze(h, 1));
+    }
+    return { output: concat(outputs, 1), h: unsqueeze(h, 0), c: unsqueeze(c, 0) };
+  });
+}
+
+/**
+ * A single-layer GRU over batch-first x [N, T, I], PyTorch's `nn.GRU(batch_first=True)`: with gates r, z, n
+ * stacked in `weightIh` [3H, I] and `weightHh` [3H, H], `r = σ(x_r + h_r)`, `z = σ(x_z + h_z)`,
+ * `n = tanh(x_n + r·h_n)` (each `h_·` including its hidden bias) and `h' = (1 − z)·n + z·h`. Returns
+ * `output` [N, T, H] and the final `h` [1, N, H].
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.ones([2, 4, 3]);
+ * using weightIh = Tensor.zeros([3 * 5, 3]);
+ * using weightHh = Tensor.zeros([3 * 5, 5]);
+ * const { output, h } = ops.gru(x, { weightIh, weightHh }, { h0: Tensor.ones([1, 2, 5]) });
+ * assert.deepEqual([...output.shape], [2, 4, 5]);
+ * assert.equal(h.get(0, 1, 2), 0.0625); // z = 0.5 and n = 0: the state halves at each step
+ * ```
+ */
+export function gru(x: Tensor, weights: RnnWeights, options: GruOptions = {}): GruResult {
+  const op = "gru";
+  const hidden = checkRecurrent(op, 3, x, weights, [options.h0]);
+  const { weightIh, weightHh, biasIh, biasHh } = weights;
+  const [n, steps] = x.shape;
+  return composite([x, weightIh, weightHh, biasIh, biasHh, options.h0], () => {
+    const projected = linear(x, weightIh, biasIh);
+    let h = initialState(op, options.h0, n, hidden);
+    const outputs: Tensor[] = [];
+    for (let t = 0; t < steps; t++) {
+      const fromInput = select(projected, 1, t);
+      const fromHidden = linear(h, weightHh, biasHh);
+      const [r, z] = [0, 1].map((g) => sigmoid(add(gate(fromInput, g, hidden), gate(fromHidden, g, hidden))));
+      const candidate = tanh(add(gate(fromInput, 2, hidden), mul(r, gate(fromHidden, 2, hidden))));
+      // (1 − z)·n + z·h, written as n + z·(h − n).
+      h = add(candidate, mul(z, sub(h, candidate)));
+      outputs.push(unsqueeze(h, 1));
+    }
+    return { output: concat(outputs, 1), h: unsqueeze(h, 0) };
+  });
+}
+
+/** Options of `ctcLoss`. */
+export interface CtcLossOptions {
+  /** The blank class. @default 0 */
+  readonly blank?: number;
+  /**
+   * `"mean"`: each sequence's loss divided by its target length (at least 1), then averaged over the batch;
+   * `"sum"`: summed; `"none"`: one loss per sequence, [N]. @default "mean"
+   */
+  readonly reduction?: "mean" | "sum" | "none";
+  /** Infinite losses (targets that no alignment reaches) and their gradients become 0. @default false */
+  readonly zeroInfinity?: boolean;
+}
+
+const REDUCTIONS = ["none", "mean", "sum"] as const;
+
+/** One sequence of a CTC batch: its input length and target labels. */
+interface CtcSequence {
+  readonly inputLength: number;
+  readonly labels: readonly number[];
+}
+
+/** The checked CTC problem: the batch's sequences and the class count. */
+interface CtcProblem {
+  readonly steps: number;
+  readonly batch: number;
+  readonly classes: number;
+  readonly blank: number;
+  readonly sequences: readonly CtcSequence[];
+}
+
+function lengthsOf(op: string, name: string, value: Tensor | readonly number[], batch: number): number[] {
+  let values: number[];
+  if (value instanceof Tensor) {
+    const info = dtypeInfo(value.dtype);
+    if (info.isFloat || info.isQuantized || info.name === "Bool") {
+      throw new DTypeError(op, `${name} must be an integer tensor or an array of numbers, got ${info.name}`);
+    }
+    values = Array.from(value.toArray() as ArrayLike<number | bigint>, Number);
+  } else {
+    values = [...value];
+  }
+  if (values.length !== batch || values.some((v) => !Number.isInteger(v) || v < 0)) {
+    throw new TensorShapeError(op, `${name} must hold ${batch} integers ≥ 0, got [${values.join(", ")}]`);
+  }
+  return values;
+}
+
+/** Reads and checks targets ([N, S] padded, or 1-D concatenated) into one label list per sequence. */
+function ctcLabels(
+  op: string,
+  targets: Tensor,
+  targetLengths: readonly number[],
+  classes: number,
+  blank: number,
+) {
+  const info = dtypeInfo(targets.dtype);
+  if (info.isFloat || info.isQuantized || info.name === "Bool") {
+    throw new DTypeError(op, `targets must be an integer tensor of class indices, got ${info.name}`);
+  }
+  const values = Array.from(targets.toArray() as ArrayLike<number | bigint>, Number);
+  const total = targetLengths.reduce((s, v) => s + v, 0);
+  const padded = targets.rank === 2 && targets.shape[0] === targetLengths.length;
+  if (
+    !(padded && targetLengths.every((l) => l <= targets.shape[1])) &&
+    !(targets.rank === 1 && values.length === total)
+  ) {
+    throw new TensorShapeError(
+      op,
+      `targets must be [N, S] with every target length ≤ S, or 1-D with the ${total} labels concatenated; got ${
+        formatShape(targets.shape)
+      }`,
+      [targets.shape],
+    );
+  }
+  let start = 0;
+  return targetLengths.map((length, i) => {
+    const from = padded ? i * targets.shape[1] : start;
+    start += length;
+    const labels = values.slice(from, from + length);
+    for (const label of labels) {
+      if (!Number.isInteger(label) || label < 0 || label >= classes || label === blank) {
+        throw new TensorShapeError(
+          op,
+          `target label ${label} of sequence ${i} must be a class in 0 to ${
+            classes - 1
+          } other than the blank ${blank}`,
+          [targets.shape],
+        );
+      }
+    }
+    return labels;
+  });
+}
+
+function checkCtc(
+  op: string,
+  logProbs: Tensor,
+  targets: Tensor,
+  inputLengths: Tensor | readonly number[],
+  targetLengths: Tensor | readonly number[],
+  options: CtcLossOptions,
+): CtcProblem {
+  checkF32(op, logProbs);
+  if (logProbs.rank !== 3) {
+    throw new TensorShapeError(op, `logProbs must be [T, N, C], got ${formatShape(logProbs.shape)}`, [
+      logProbs.shape,
+    ]);
+  }
+  const [steps, batch, classes] = logProbs.shape;
+  const blank = options.blank ?? 0;
+  if (!Number.isInteger(blank) || blank < 0 || blank >= classes) {
+    throw new TensorShapeError(op, `blank must be a class in 0 to ${classes - 1}, got ${String(blank)}`);
+  }
+  if (!REDUCTIONS.includes(options.reduction ?? "mean")) {
+    throw new TypeError(`${op}: reduction must be "mean", "sum" or "none", got ${String(options.reduction)}`);
+  }
+  const inputs = lengthsOf(op, "inputLengths", inputLengths, batch);
+  const lengths = lengthsOf(op, "targetLengths", targetLengths, batch);
+  inputs.forEach((length, i) => {
+    if (length > steps) {
+      throw new TensorShapeError(op, `input length ${length} of sequence ${i} exceeds the ${steps} steps`);
+    }
+  });
+  const labels = ctcLabels(op, targets, lengths, classes, blank);
+  const sequences = labels.map((l, i) => ({ inputLength: inputs[i], labels: l }));
+  return { steps, batch, classes, blank, sequences };
+}
+
+/** log(eᵃ + eᵇ), exact for −∞. */
+function logAdd(a: number, b: number): number {
+  if (a === -Infinity) return b;
+  if (b === -Infinity) return a;
+  const m = Math.max(a, b);
+  return m + Math.log(Math.exp(a - m) + Math.exp(b - m));
+}
+
+/** Reads log-probabilities [T, N, C] as f64, row-major. */
+type LogProb = (t: number, n: number, c: number) => number;
+
+function extended(labels: readonly number[], blank: number): number[] {
+  const out = [blank];
+  for (const label of labels) out.push(label, blank);
+  return out;
+}
+
+/** Whether the recursion may skip from extended position s − 2 to s (a label that differs from the last one). */
+function canSkip(ext: readonly number[], s: number, blank: number): boolean {
+  return s >= 2 && ext[s] !== blank && ext[s] !== ext[s - 2];
+}
+
+/**
+ * The log forward variables α[t][s] of one sequence (Graves): the log-probability of the prefixes of length
+ * t + 1 that end at extended position s.
+ */
+function ctcAlpha(lp: LogProb, n: number, seq: CtcSequence, blank: number): number[][] {
+  const ext = extended(seq.labels, blank);
+  const alpha: number[][] = [];
+  for (let t = 0; t < seq.inputLength; t++) {
+    const row = new Array<number>(ext.length).fill(-Infinity);
+    for (let s = 0; s < ext.length; s++) {
+      let sum: number;
+      if (t === 0) sum = s < 2 ? 0 : -Infinity;
+      else {
+        const prev = alpha[t - 1];
+        sum = logAdd(prev[s], s >= 1 ? prev[s - 1] : -Infinity);
+        if (canSkip(ext, s, blank)) sum = logAdd(sum, prev[s - 2]);
+      }
+      row[s] = sum === -Infinity ? -Infinity : sum + lp(t, n, ext[s]);
+    }
+    alpha.push(row);
+  }
+  return alpha;
+}
+
+/** The log backward variables β[t][s]: the suffixes from (t, s) to the end, including step t's probability. */
+function ctcBeta(lp: LogProb, n: number, seq: CtcSequence, blank: number): number[][] {
+  const ext = extended(seq.labels, blank);
+  const last = seq.inputLength - 1;
+  const beta: number[][] = new Array(seq.inputLength);
+  for (let t = last; t >= 0; t--) {
+    const row = new Array<number>(ext.length).fill(-Infinity);
+    for (let s = 0; s < ext.length; s++) {
+      let sum: number;
+      if (t === last) sum = s >= ext.length - 2 ? 0 : -Infinity;
+      else {
+        const next = beta[t + 1];
+        sum = logAdd(next[s], s + 1 < ext.length ? next[s + 1] : -Infinity);
+        if (s + 2 < ext.length && canSkip(ext, s + 2, blank)) sum = logAdd(sum, next[s + 2]);
+      }
+      row[s] = sum === -Infinity ? -Infinity : sum + lp(t, n, ext[s]);
+    }
+    beta[t] = row;
+  }
+  return beta;
+}
+
+/** −log p(labels | x) of one sequence from its α (0 for an empty input and empty labels, ∞ if unreachable). */
+function ctcNll(alpha: number[][], seq: CtcSequence): number {
+  if (seq.inputLength === 0) return seq.labels.length === 0 ? 0 : Infinity;
+  const row = alpha[alpha.length - 1];
+  const end = row.length - 1;
+  return -logAdd(row[end], end >= 1 ? row[end - 1] : -Infinity);
+}
+
+function logProbReader(logProbs: Tensor): LogProb {
+  const [, batch, classes] = logProbs.shape;
+  const values = logProbs.toArray() as Float32Array;
+  return (t, n, c) => values[(t * batch + n) * classes + c];
+}
+
+/** Each sequence's factor in the reduced loss: 1/(N·max(length, 1)) for mean, 1 for sum and none. */
+function ctcScales(reduction: number, sequences: readonly CtcSequence[]): number[] {
+  return sequences.map((s) => (reduction === 1 ? 1 / (sequences.length * Math.max(s.labels.length, 1)) : 1));
+}
+
+/**
+ * The Connectionist Temporal Classification loss, PyTorch's `ctc_loss`: `logProbs` [T, N, C] (normally a
+ * log-softmax over C), `targets` as [N, S] padded or 1-D concatenated class indices (never the blank),
+ * `inputLengths` and `targetLengths` with N entries (integer tensors or arrays). The negative log-likelihood
+ * of each target over every alignment is computed in f64 by the forward (α) recursion; the gradient by the
+ * forward-backward algorithm. The gradient is the derivative with respect to `logProbs` itself; PyTorch's
+ * adds `exp(logProbs)`, which a log-softmax before the loss cancels, so both give the same gradient to the
+ * logits. Records CtcLoss (saved slot 0: the log-probabilities).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
+ * // Two steps, classes {blank, a}, uniform: "a" is reached by "aa", "a_" and "_a", probability 3/4.
+ * using logProbs = Tensor.full([2, 1, 2], Math.log(0.5));
+ * using targets = Tensor.from([[1]], undefined, DType.I32);
+ * using loss = ops.ctcLoss(logProbs, targets, [2], [1], { reduction: "sum" });
+ * assert.ok(Math.abs((loss.item() as number) + Math.log(0.75)) < 1e-6);
+ * ```
+ */
+export function ctcLoss(
+  logProbs: Tensor,
+  targets: Tensor,
+  inputLengths: Tensor | readonly number[],
+  targetLengths: Tensor | readonly number[],
+  options: CtcLossOptions = {},
+): Tensor {
+  const op = "ctcLoss";
+  const problem = checkCtc(op, logProbs, targets, inputLengths, targetLengths, options);
+  const reduction = REDUCTIONS.indexOf(options.reduction ?? "mean");
+  const zeroInfinity = options.zeroInfinity ?? false;
+  const lp = logProbReader(logProbs);
+  const losses = problem.sequences.map((seq, n) => {
+    const nll = ctcNll(ctcAlpha(lp, n, seq, problem.blank), seq);
+    return zeroInfinity && nll === Infinity ? 0 : nll;
+  });
+  const scales = ctcScales(reduction, problem.sequences);
+  const out = newOutput(op, reduction === 0 ? [problem.batch] : []);
+  const values = out.data() as Float32Array;
+  if (reduction === 0) losses.forEach((l, i) => (values[i] = l));
+  else values[0] = losses.reduce((s, l, i) => s + l * scales[i], 0);
+  if (!shouldRecord(logProbs)) return out;
+  const ints = [
+    problem.blank,
+    reduction,
+    zeroInfinity ? 1 : 0,
+    ...problem.sequences.map((s) => s.inputLength),
+    ...problem.sequences.map((s) => s.labels.length),
+    ...problem.sequences.flatMap((s) => s.labels),
+  ];
+  return record(out, "CtcLoss", [logProbs], { saved: [logProbs], ints });
+}
+
+/**
+ * The CtcLoss rule's gradient [T, N, C]: for each sequence n and step t below its input length,
+ * `−Σ_{s: ext[s] = c} exp(α[t][s] + β[t][s] − lp[t][c] + log p)`, times the sequence's reduction factor and
+ * its share of `g`; zeros elsewhere (and for infinite losses under zeroInfinity).
+ */
+export function ctcLossBackward(
+  logProbs: Tensor,
+  ints: readonly number[],
+  outputGrad: readonly number[],
+): Tensor {
+  const [steps, batch, classes] = logProbs.shape;
+  const [blank, reduction, zeroInfinity] = ints;
+  const inputs = ints.slice(3, 3 + batch);
+  const lengths = ints.slice(3 + batch, 3 + 2 * batch);
+  let at = 3 + 2 * batch;
+  const sequences = inputs.map((inputLength, i) => {
+    const labels = ints.slice(at, at + lengths[i]);
+    at += lengths[i];
+    return { inputLength, labels };
+  });
+  const scales = ctcScales(reduction, sequences);
+  const lp = logProbReader(logProbs);
+  const grad = allocate("backward", [steps, batch, classes], 1, true, { scoped: true });
+  const out = grad.data() as Float32Array;
+  sequences.forEach((seq, n) => {
+    const alpha = ctcAlpha(lp, n, seq, blank);
+    const nll = ctcNll(alpha, seq);
+    if (seq.inputLength === 0 || (zeroInfinity === 1 && nll === Infinity)) return;
+    const beta = ctcBeta(lp, n, seq, blank);
+    const ext = extended(seq.labels, blank);
+    const factor = scales[n] * (reduction === 0 ? outputGrad[n] : outputGrad[0]);
+    for (let t = 0; t < seq.inputLength; t++) {
+      const sums = new Array<number>(classes).fill(-Infinity);
+      ext.forEach((c, s) => (sums[c] = logAdd(sums[c], alpha[t][s] + beta[t][s])));
+      for (let c = 0; c < classes; c++) {
+        // A class no path visits at step t has no gradient, even where its probability is 0 (lp = −∞).
+        if (sums[c] === -Infinity) continue;
+        const occupancy = Math.exp(sums[c] - lp(t, n, c) + nll);
+        out[(t * batch + n) * classes + c] = -occupancy * factor;
+      }
+    }
+  });
+  return grad;
+}
