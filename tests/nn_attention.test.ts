@@ -15,26 +15,6 @@ import {
 } from "../mod.ts";
 import * as R from "./helpers/f64.ts";
 
-function toF64(t: Tensor): R.F64 {
-  return R.f64(t.shape, Float64Array.from(t.toArray() as ArrayLike<number>, Number));
-}
-
-function assertClose(actual: Tensor, expected: R.F64, tolerance: number, label: string): void {
-  assert.deepEqual([...actual.shape], [...expected.shape], `${label}: shape`);
-  const got = actual.toArray() as Float32Array;
-  for (let i = 0; i < got.length; i++) {
-    const want = expected.data[i];
-    if (Number.isNaN(want)) {
-      assert.ok(Number.isNaN(got[i]), `${label}: element ${i} is ${got[i]}, expected NaN`);
-      continue;
-    }
-    assert.ok(
-      Math.abs(got[i] - want) <= tolerance * (1 + Math.abs(want)),
-      `${label}: element ${i} is ${got[i]}, expected ${want}`,
-    );
-  }
-}
-
 /** A Bool mask as the reference's additive one. */
 function additive(mask: Tensor): R.F64 {
   return R.f64(mask.shape, Array.from(mask.toArray() as Uint8Array, (b) => (b === 0 ? -Infinity : 0)));
@@ -47,26 +27,31 @@ test("attention matches the f64 reference with broadcast batches, masks, causal 
   const v = Tensor.randn([1, 3, 5, 6], { seed: 3 });
   const bool = Tensor.from(Array.from({ length: 4 * 5 }, (_, i) => i % 3 !== 1), [4, 5], DType.Bool);
   const float = Tensor.randn([3, 1, 5], { seed: 4 });
-  const [q64, k64, v64] = [q, k, v].map(toF64);
+  const [q64, k64, v64] = [q, k, v].map(R.toF64);
   const s = 1 / Math.sqrt(8);
   for (const mode of ["exact", "fast"] as const) {
     TensorCompute.run({ mode }, () => {
-      assertClose(ops.attention(q, k, v), R.attention(q64, k64, v64, null, false, s), 1e-5, `${mode} plain`);
-      assertClose(
+      R.assertClose(
+        ops.attention(q, k, v),
+        R.attention(q64, k64, v64, null, false, s),
+        1e-5,
+        `${mode} plain`,
+      );
+      R.assertClose(
         ops.attention(q, k, v, { mask: bool }),
         R.attention(q64, k64, v64, additive(bool), false, s),
         1e-5,
         `${mode} bool`,
       );
-      assertClose(
+      R.assertClose(
         ops.attention(q, k, v, { mask: float, scale: 0.3 }),
-        R.attention(q64, k64, v64, toF64(float), false, 0.3),
+        R.attention(q64, k64, v64, R.toF64(float), false, 0.3),
         1e-5,
         `${mode} additive`,
       );
-      assertClose(
+      R.assertClose(
         ops.attention(q, k, v, { causal: true, mask: float }),
-        R.attention(q64, k64, v64, toF64(float), true, s),
+        R.attention(q64, k64, v64, R.toF64(float), true, s),
         1e-5,
         `${mode} causal`,
       );

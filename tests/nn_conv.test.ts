@@ -16,22 +16,6 @@ import {
 import type { BackwardRecord } from "../src/autograd/record.ts";
 import * as R from "./helpers/f64.ts";
 
-function toF64(t: Tensor): R.F64 {
-  return R.f64(t.shape, Float64Array.from(t.toArray() as Float32Array));
-}
-
-function assertClose(actual: Tensor, expected: R.F64, tolerance: number, label: string): void {
-  assert.deepEqual([...actual.shape], [...expected.shape], `${label}: shape`);
-  const got = actual.toArray() as Float32Array;
-  for (let i = 0; i < got.length; i++) {
-    const want = expected.data[i];
-    assert.ok(
-      Math.abs(got[i] - want) <= tolerance * (1 + Math.abs(want)),
-      `${label}: element ${i} is ${got[i]}, expected ${want}`,
-    );
-  }
-}
-
 interface ConvCase {
   x: number[];
   w: number[];
@@ -101,7 +85,7 @@ test("conv2d matches the f64 reference over strides, padding, dilation and group
   using _ = new ActivationScope();
   convCases.forEach((c, i) => {
     const { x, w, bias } = convOf(c, 10 * i);
-    const expected = R.conv2d(toF64(x), toF64(w), bias === undefined ? null : toF64(bias), c);
+    const expected = R.conv2d(R.toF64(x), R.toF64(w), bias === undefined ? null : R.toF64(bias), c);
     for (const mode of ["exact", "fast"] as const) {
       const y = TensorCompute.run(
         { mode },
@@ -114,7 +98,7 @@ test("conv2d matches the f64 reference over strides, padding, dilation and group
             groups: c.groups,
           }),
       );
-      assertClose(y, expected, 2e-5, `case ${i} ${mode}`);
+      R.assertClose(y, expected, 2e-5, `case ${i} ${mode}`);
     }
   });
 });
@@ -155,7 +139,7 @@ test("conv2d by hand: a 2×2 kernel with bias, stride 1, and an unbatched CHW im
   const image = ops.conv2d(x.reshape([1, 4, 4]), w, { padding: 1, stride: 3 });
   assert.deepEqual([...image.shape], [1, 2, 2]);
   // Window at (0, 0) sees only x[0, 0] = 0 under tap 4; at (0, 3): x[0, 2]·3 + x[0, 3]·4... padded.
-  const expected = R.conv2d(toF64(x), R.f64([1, 1, 2, 2], [1, 2, 3, 4]), null, {
+  const expected = R.conv2d(R.toF64(x), R.f64([1, 1, 2, 2], [1, 2, 3, 4]), null, {
     stride: [3, 3],
     padding: [1, 1],
     dilation: [1, 1],
@@ -169,13 +153,13 @@ test("conv2d reads strided inputs and weights (transposed, sliced, flipped views
   const base = Tensor.randn([2, 3, 8, 7], { seed: 5 });
   const x = ops.flip(ops.transpose(base, 2, 3), 3); // [2, 3, 7, 8], non-contiguous
   const w = ops.slice(Tensor.randn([4, 6, 3, 3], { seed: 6 }), 1, 0, 6, 2); // [4, 3, 3, 3], stride 2 on axis 1
-  const expected = R.conv2d(toF64(x), toF64(w), null, {
+  const expected = R.conv2d(R.toF64(x), R.toF64(w), null, {
     stride: [2, 1],
     padding: [1, 0],
     dilation: [1, 1],
     groups: 1,
   });
-  assertClose(ops.conv2d(x, w, { stride: [2, 1], padding: [1, 0] }), expected, 2e-5, "strided");
+  R.assertClose(ops.conv2d(x, w, { stride: [2, 1], padding: [1, 0] }), expected, 2e-5, "strided");
 });
 
 test("avgPool2d matches the f64 reference, counting padding as zeros", () => {
@@ -195,7 +179,12 @@ test("avgPool2d matches the f64 reference, counting padding as zeros", () => {
           stride: stride as [number, number],
           padding: padding as [number, number],
         }));
-      assertClose(y, R.avgPool2d(toF64(x), kernel, stride, padding), 1e-6, `${kernel} ${stride} ${padding}`);
+      R.assertClose(
+        y,
+        R.avgPool2d(R.toF64(x), kernel, stride, padding),
+        1e-6,
+        `${kernel} ${stride} ${padding}`,
+      );
     }
   }
   const corner = ops.avgPool2d(Tensor.ones([1, 1, 2, 2]), { kernel: 2, stride: 1, padding: 1 });

@@ -15,22 +15,6 @@ import {
 } from "../mod.ts";
 import * as R from "./helpers/f64.ts";
 
-function toF64(t: Tensor): R.F64 {
-  return R.f64(t.shape, Float64Array.from(t.toArray() as Float32Array));
-}
-
-function assertClose(actual: Tensor, expected: R.F64, tolerance: number, label: string): void {
-  assert.deepEqual([...actual.shape], [...expected.shape], `${label}: shape`);
-  const got = actual.toArray() as Float32Array;
-  for (let i = 0; i < got.length; i++) {
-    const want = expected.data[i];
-    assert.ok(
-      Math.abs(got[i] - want) <= tolerance * (1 + Math.abs(want)),
-      `${label}: element ${i} is ${got[i]}, expected ${want}`,
-    );
-  }
-}
-
 test("layerNorm matches the f64 reference over one or more trailing axes, with and without weight and bias", () => {
   using _ = new ActivationScope();
   const x = ops.add(ops.mul(Tensor.randn([3, 4, 5], { seed: 1 }), 3), 7);
@@ -38,24 +22,29 @@ test("layerNorm matches the f64 reference over one or more trailing axes, with a
   const b = Tensor.randn([4, 5], { seed: 3 });
   for (const mode of ["exact", "fast"] as const) {
     TensorCompute.run({ mode }, () => {
-      assertClose(
+      R.assertClose(
         ops.layerNorm(x, [4, 5], { weight: w, bias: b }),
-        R.layerNorm(toF64(x), 2, toF64(w), toF64(b), 1e-5),
+        R.layerNorm(R.toF64(x), 2, R.toF64(w), R.toF64(b), 1e-5),
         1e-5,
         mode,
       );
-      assertClose(ops.layerNorm(x, 5, { eps: 0.1 }), R.layerNorm(toF64(x), 1, null, null, 0.1), 1e-5, mode);
+      R.assertClose(
+        ops.layerNorm(x, 5, { eps: 0.1 }),
+        R.layerNorm(R.toF64(x), 1, null, null, 0.1),
+        1e-5,
+        mode,
+      );
       const w5 = ops.select(w, 0, 1);
-      assertClose(
+      R.assertClose(
         ops.layerNorm(x, [5], { weight: w5 }),
-        R.layerNorm(toF64(x), 1, toF64(w5), null, 1e-5),
+        R.layerNorm(R.toF64(x), 1, R.toF64(w5), null, 1e-5),
         1e-5,
         mode,
       );
     });
   }
   const t = ops.transpose(x, 0, 2); // [5, 4, 3], strided
-  assertClose(ops.layerNorm(t, [4, 3]), R.layerNorm(toF64(t), 2, null, null, 1e-5), 1e-5, "strided");
+  R.assertClose(ops.layerNorm(t, [4, 3]), R.layerNorm(R.toF64(t), 2, null, null, 1e-5), 1e-5, "strided");
 });
 
 test("batchNorm normalizes per channel with batch statistics in training and running ones in evaluation", () => {
@@ -69,12 +58,17 @@ test("batchNorm normalizes per channel with batch statistics in training and run
     for (const mode of ["exact", "fast"] as const) {
       TensorCompute.run({ mode }, () => {
         const trained = ops.batchNorm(x, null, null, { training: true, weight: w, bias: b });
-        assertClose(trained, R.batchNorm(toF64(x), null, toF64(w), toF64(b), 1e-5), 1e-5, `${shape} train`);
+        R.assertClose(
+          trained,
+          R.batchNorm(R.toF64(x), null, R.toF64(w), R.toF64(b), 1e-5),
+          1e-5,
+          `${shape} train`,
+        );
         const evaluated = ops.batchNorm(x, mean, variance, { weight: w, bias: b, eps: 1e-3 });
-        const running = { mean: toF64(mean), variance: toF64(variance) };
-        assertClose(
+        const running = { mean: R.toF64(mean), variance: R.toF64(variance) };
+        R.assertClose(
           evaluated,
-          R.batchNorm(toF64(x), running, toF64(w), toF64(b), 1e-3),
+          R.batchNorm(R.toF64(x), running, R.toF64(w), R.toF64(b), 1e-3),
           1e-5,
           `${shape} eval`,
         );
@@ -203,8 +197,8 @@ test("the LayerNorm record saves x̂ and rstd as owned slots plus the weight, ep
   assert.deepEqual(r.owned.map((t) => t.storage), [xhat.storage, rstd.storage]);
   assert.equal(weight.storage, w.storage);
   assert.deepEqual([...rstd.shape], [2, 1]);
-  const x64 = toF64(x);
-  assertClose(xhat, R.layerNorm(x64, 1, null, null, 0.5), 1e-6, "x̂");
+  const x64 = R.toF64(x);
+  R.assertClose(xhat, R.layerNorm(x64, 1, null, null, 0.5), 1e-6, "x̂");
   ops.sum(y).backward();
   assert.ok(r.owned.every((t) => t.isReleased), "backward frees the owned slots");
   // Without an affine part the output itself is slot 0 (not owned); without x needing a gradient, no weight.

@@ -15,22 +15,6 @@ import {
 } from "../mod.ts";
 import * as R from "./helpers/f64.ts";
 
-function toF64(t: Tensor): R.F64 {
-  return R.f64(t.shape, Float64Array.from(t.toArray() as Float32Array));
-}
-
-function assertClose(actual: Tensor, expected: R.F64, tolerance: number, label: string): void {
-  assert.deepEqual([...actual.shape], [...expected.shape], `${label}: shape`);
-  const got = actual.toArray() as Float32Array;
-  for (let i = 0; i < got.length; i++) {
-    const want = expected.data[i];
-    assert.ok(
-      Math.abs(got[i] - want) <= tolerance * (1 + Math.abs(want)),
-      `${label}: element ${i} is ${got[i]}, expected ${want}`,
-    );
-  }
-}
-
 function rnnParameters(gates: number, inputs: number, hidden: number, seed: number) {
   return {
     weightIh: Tensor.randn([gates * hidden, inputs], { seed }),
@@ -41,7 +25,12 @@ function rnnParameters(gates: number, inputs: number, hidden: number, seed: numb
 }
 
 function f64Parameters(p: ReturnType<typeof rnnParameters>) {
-  return { wIh: toF64(p.weightIh), wHh: toF64(p.weightHh), bIh: toF64(p.biasIh), bHh: toF64(p.biasHh) };
+  return {
+    wIh: R.toF64(p.weightIh),
+    wHh: R.toF64(p.weightHh),
+    bIh: R.toF64(p.biasIh),
+    bHh: R.toF64(p.biasHh),
+  };
 }
 
 /** [1, N, H] as the reference's [N, H]. */
@@ -60,20 +49,20 @@ test("lstm and gru match the f64 reference, with and without initial states and 
   for (const mode of ["exact", "fast"] as const) {
     TensorCompute.run({ mode }, () => {
       const l = ops.lstm(x, lstmP, { h0, c0 });
-      const lr = R.lstm(toF64(x), f64Parameters(lstmP), state(h0), state(c0));
-      assertClose(l.output, lr.output, 1e-5, `${mode} lstm output`);
-      assertClose(l.h, R.f64([1, 3, 6], lr.h.data), 1e-5, `${mode} lstm h`);
-      assertClose(l.c, R.f64([1, 3, 6], lr.c.data), 1e-5, `${mode} lstm c`);
+      const lr = R.lstm(R.toF64(x), f64Parameters(lstmP), state(h0), state(c0));
+      R.assertClose(l.output, lr.output, 1e-5, `${mode} lstm output`);
+      R.assertClose(l.h, R.f64([1, 3, 6], lr.h.data), 1e-5, `${mode} lstm h`);
+      R.assertClose(l.c, R.f64([1, 3, 6], lr.c.data), 1e-5, `${mode} lstm c`);
       const bare = ops.lstm(x, { weightIh: lstmP.weightIh, weightHh: lstmP.weightHh });
-      const bareRef = R.lstm(toF64(x), { ...f64Parameters(lstmP), bIh: null, bHh: null }, zeros, zeros);
-      assertClose(bare.output, bareRef.output, 1e-5, `${mode} lstm without biases and states`);
+      const bareRef = R.lstm(R.toF64(x), { ...f64Parameters(lstmP), bIh: null, bHh: null }, zeros, zeros);
+      R.assertClose(bare.output, bareRef.output, 1e-5, `${mode} lstm without biases and states`);
       const g = ops.gru(x, gruP, { h0 });
-      const gr = R.gru(toF64(x), f64Parameters(gruP), state(h0));
-      assertClose(g.output, gr.output, 1e-5, `${mode} gru output`);
-      assertClose(g.h, R.f64([1, 3, 6], gr.h.data), 1e-5, `${mode} gru h`);
+      const gr = R.gru(R.toF64(x), f64Parameters(gruP), state(h0));
+      R.assertClose(g.output, gr.output, 1e-5, `${mode} gru output`);
+      R.assertClose(g.h, R.f64([1, 3, 6], gr.h.data), 1e-5, `${mode} gru h`);
       const gBare = ops.gru(x, { weightIh: gruP.weightIh, weightHh: gruP.weightHh, biasHh: gruP.biasHh });
-      const gBareRef = R.gru(toF64(x), { ...f64Parameters(gruP), bIh: null }, zeros);
-      assertClose(gBare.output, gBareRef.output, 1e-5, `${mode} gru without input bias and state`);
+      const gBareRef = R.gru(R.toF64(x), { ...f64Parameters(gruP), bIh: null }, zeros);
+      R.assertClose(gBare.output, gBareRef.output, 1e-5, `${mode} gru without input bias and state`);
     });
   }
 });
@@ -210,14 +199,14 @@ test("ctcLoss matches the brute-force sum over alignments, for every reduction a
   using _ = new ActivationScope();
   const logits = Tensor.randn([6, 4, 4], { seed: 60 });
   const lp = ops.logSoftmax(logits);
-  const lp64 = toF64(lp);
+  const lp64 = R.toF64(lp);
   const padded = Tensor.from(ctcLabels.map((l) => [...l, 0, 0, 0].slice(0, 3)), undefined, DType.I64);
   const concatenated = Tensor.from(ctcLabels.flat(), [ctcLabels.flat().length], DType.I32);
   const lengths = Tensor.from(ctcLabels.map((l) => l.length), [4], DType.I32);
   for (const reduction of ["mean", "sum", "none"] as const) {
     const expected = ctcReference(lp64, ctcLabels, ctcInputs, reduction);
-    assertClose(ops.ctcLoss(lp, padded, ctcInputs, lengths, { reduction }), expected, 1e-6, reduction);
-    assertClose(
+    R.assertClose(ops.ctcLoss(lp, padded, ctcInputs, lengths, { reduction }), expected, 1e-6, reduction);
+    R.assertClose(
       ops.ctcLoss(lp, concatenated, Tensor.from(ctcInputs, [4], DType.I64), lengths, { reduction }),
       expected,
       1e-6,
@@ -228,9 +217,9 @@ test("ctcLoss matches the brute-force sum over alignments, for every reduction a
   const other = [[0, 2], [1, 1]];
   const targets = Tensor.from([[0, 2], [1, 1]], undefined, DType.I32);
   const lp2 = ops.slice(lp, 1, 0, 2);
-  assertClose(
+  R.assertClose(
     ops.ctcLoss(lp2, targets, [6, 4], [2, 2], { blank: 3, reduction: "none" }),
-    ctcReference(toF64(lp2), other, [6, 4], "none", 3),
+    ctcReference(R.toF64(lp2), other, [6, 4], "none", 3),
     1e-6,
     "blank 3",
   );

@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { DTypeError } from "../errors.ts";
+import { DTypeError, TensorShapeError } from "../errors.ts";
 import { dtypeInfo } from "../dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
-import { broadcastShapes } from "../shape.ts";
+import { broadcastShapes, formatShape } from "../shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { expandView } from "../views.ts";
 import { BinaryOp, UnaryOp } from "../kernels/types.ts";
@@ -29,6 +29,27 @@ export function checkF32(op: string, ...tensors: readonly Tensor[]): void {
         } tensor; cast() it first`,
       );
     }
+  }
+}
+
+/** An optional F32 parameter (a weight, a bias, a state) must have exactly `shape` when given. */
+export function checkParameter(
+  op: string,
+  name: string,
+  t: Tensor | undefined,
+  shape: readonly number[],
+): void {
+  if (t === undefined) return;
+  checkF32(op, t);
+  if (t.rank !== shape.length || t.shape.some((e, i) => e !== shape[i])) {
+    throw new TensorShapeError(
+      op,
+      `${name} must have shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
+      [
+        shape,
+        t.shape,
+      ],
+    );
   }
 }
 

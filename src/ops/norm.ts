@@ -11,7 +11,7 @@ import { GradMode } from "../context.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { add, checkF32, div, mul, sqrt, sub } from "./elementwise.ts";
+import { add, checkF32, checkParameter, div, mul, sqrt, sub } from "./elementwise.ts";
 import { mean } from "./reduce.ts";
 import { reshape } from "./views.ts";
 import { copyInto } from "./copy.ts";
@@ -51,21 +51,6 @@ interface Normalized {
 function checkEps(op: string, eps: number): void {
   if (typeof eps !== "number" || !(eps >= 0) || !Number.isFinite(eps)) {
     throw new TypeError(`${op}: eps must be a finite number ≥ 0, got ${String(eps)}`);
-  }
-}
-
-function checkParameter(op: string, name: string, t: Tensor | undefined, shape: readonly number[]): void {
-  if (t === undefined) return;
-  checkF32(op, t);
-  if (t.rank !== shape.length || t.shape.some((e, i) => e !== shape[i])) {
-    throw new TensorShapeError(
-      op,
-      `${name} must have shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
-      [
-        shape,
-        t.shape,
-      ],
-    );
   }
 }
 

@@ -11,7 +11,7 @@ import { formatShape } from "../shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../scope.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { add, checkF32, mul, newOutput, sigmoid, sub, tanh } from "./elementwise.ts";
+import { add, checkF32, checkParameter, mul, newOutput, sigmoid, sub, tanh } from "./elementwise.ts";
 import { linear } from "./linalg.ts";
 import { concat } from "./nn.ts";
 import { select, slice, unsqueeze } from "./views.ts";
@@ -57,21 +57,6 @@ export interface GruResult {
   readonly h: Tensor;
 }
 
-function checkShapeIs(op: string, name: string, t: Tensor | undefined, shape: readonly number[]): void {
-  if (t === undefined) return;
-  checkF32(op, t);
-  if (t.rank !== shape.length || t.shape.some((e, i) => e !== shape[i])) {
-    throw new TensorShapeError(
-      op,
-      `${name} must have shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
-      [
-        shape,
-        t.shape,
-      ],
-    );
-  }
-}
-
 /** The checked hidden size of a layer with `gates` gates over x [N, T, I]. */
 function checkRecurrent(
   op: string,
@@ -100,11 +85,11 @@ function checkRecurrent(
     );
   }
   const hidden = rows / gates;
-  checkShapeIs(op, "weightIh", w.weightIh, [rows, inputs]);
-  checkShapeIs(op, "weightHh", w.weightHh, [rows, hidden]);
-  checkShapeIs(op, "biasIh", w.biasIh, [rows]);
-  checkShapeIs(op, "biasHh", w.biasHh, [rows]);
-  for (const state of states) checkShapeIs(op, "an initial state", state, [1, n, hidden]);
+  checkParameter(op, "weightIh", w.weightIh, [rows, inputs]);
+  checkParameter(op, "weightHh", w.weightHh, [rows, hidden]);
+  checkParameter(op, "biasIh", w.biasIh, [rows]);
+  checkParameter(op, "biasHh", w.biasHh, [rows]);
+  for (const state of states) checkParameter(op, "an initial state", state, [1, n, hidden]);
   return hidden;
 }
 

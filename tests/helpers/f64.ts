@@ -431,6 +431,28 @@ export function ctcBruteForce(logProbs: number[][], target: readonly number[], b
   return -Math.log(total);
 }
 
+/** A tensor's values (any real dtype) as f64. */
+export function toF64(t: Tensor): F64 {
+  return f64(t.shape, Float64Array.from(t.toArray() as ArrayLike<number>, Number));
+}
+
+/** Asserts `actual` has `expected`'s shape and values within `tolerance`·(1 + |expected|); NaN matches NaN. */
+export function assertClose(actual: Tensor, expected: F64, tolerance: number, label: string): void {
+  assert.deepEqual([...actual.shape], [...expected.shape], `${label}: shape`);
+  const got = actual.toArray() as Float32Array;
+  for (let i = 0; i < got.length; i++) {
+    const want = expected.data[i];
+    if (Number.isNaN(want)) {
+      assert.ok(Number.isNaN(got[i]), `${label}: element ${i} is ${got[i]}, expected NaN`);
+      continue;
+    }
+    assert.ok(
+      Math.abs(got[i] - want) <= tolerance * (1 + Math.abs(want)),
+      `${label}: element ${i} is ${got[i]}, expected ${want}`,
+    );
+  }
+}
+
 // --- gradient checks ---
 
 /** One gradient check: an op in F32 and its f64 reference, over leaves of `shapes`. */
