@@ -187,10 +187,13 @@ function viewAs<T>(
   return new ctor(buffer, byteOffset, Math.floor(byteLength / bytes));
 }
 
+const f64Scratch = new Float64Array(1);
+const f64ScratchWords = new Uint32Array(f64Scratch.buffer);
+
 /** The words [hi, lo] of an f64 given as a number. */
 function f64Words(value: number): [number, number] {
-  const words = new Uint32Array(new Float64Array([value]).buffer);
-  return [words[1], words[0]];
+  f64Scratch[0] = value;
+  return [f64ScratchWords[1], f64ScratchWords[0]];
 }
 
 /** Reads element `i` of a source of dtype `info` through raw views. */
@@ -226,6 +229,68 @@ class Reader {
   }
 }
 
+/**
+ * The stored representation of scalar `s` in dtype `name` by the cast rules: f32 bits for F32, f16/bf16 bits
+ * for F16/BF16, the integer (a bigint for 64-bit types) for the others. Not for F64, whose words carry NaN
+ * payloads.
+ */
+function storedValue(name: string, s: Scalar): number | bigint {
+  switch (name) {
+    case "F32":
+      return s.kind === "int" ? f32Bits(roundInteger(s.value, 24)) : toF32Bits(s);
+    case "F16":
+      return s.kind === "int" ? intToF16Bits(s.value) : f32BitsToF16Bits(toF32Bits(s));
+    case "BF16":
+      // Rounded once to 8 bits, the value is a bfloat16 exactly: taking the top half only drops zeros.
+      return s.kind === "int" ? f32Bits(roundInteger(s.value, 8)) >>> 16 : f32BitsToBf16Bits(toF32Bits(s));
+    case "Bool": {
+      const truthy = s.kind === "int" ? s.value !== 0n : floatValue(s) !== 0 || Number.isNaN(floatValue(s));
+      return truthy ? 1 : 0;
+    }
+    default: {
+      const [width, signed] = INT_BITS[name];
+      const wide = s.kind === "int"
+        ? (signed ? BigInt.asIntN(width, s.value) : BigInt.asUintN(width, s.value))
+        : saturate(floatValue(s), width, signed);
+      return width === 64 ? wide : Number(wide);
+    }
+  }
+}
+
+/**
+ * The stored representation of a JavaScript value in dtype `name`, by the same rules as a cast: a number is
+ * an f64 (so it truncates and saturates into integers and rounds through f32 into F16/BF16), a bigint an
+ * integer (wrapping into integers, rounding once into floats), a boolean 0 or 1. F32 and F64 come back as
+ * numbers, F16/BF16 as their bits, I64/U64 as bigints.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { encodeValue } from "./cast.ts";
+ * assert.equal(encodeValue("I8", 300.7), 127);
+ * assert.equal(encodeValue("U8", -1n), 255);
+ * assert.equal(encodeValue("F16", 1), 0x3c00);
+ * assert.equal(encodeValue("F32", 2n ** 24n + 1n), 2 ** 24);
+ * ```
+ */
+export function encodeValue(name: string, value: number | bigint | boolean): number | bigint {
+  const s: Scalar = typeof value === "bigint"
+    ? { kind: "int", value }
+    : typeof value === "boolean"
+    ? { kind: "int", value: value ? 1n : 0n }
+    : { kind: "f64", value, hi: 0, lo: 0 };
+  if (name === "F64") return s.kind === "int" ? roundInteger(s.value, 53) : s.value;
+  if (name === "F32") return s.kind === "int" ? roundInteger(s.value, 24) : Math.fround(s.value);
+  if (s.kind === "f64") {
+    [scratchScalar.hi, scratchScalar.lo] = f64Words(s.value);
+    scratchScalar.value = s.value;
+    return storedValue(name, scratchScalar);
+  }
+  return storedValue(name, s);
+}
+
+const scratchScalar = { kind: "f64" as const, value: 0, hi: 0, lo: 0 };
+
 /** Writes element `i` of a destination of dtype `info` from a scalar, by the cast rules. */
 class Writer {
   readonly #name: string;
@@ -240,32 +305,19 @@ class Writer {
   }
 
   write(i: number, s: Scalar): void {
-    const name = this.#name;
-    const bits = this.#bits!;
-    if (name === "F64") {
+    if (this.#name === "F64") {
+      // Written as words, so that NaN payloads survive.
       const [hi, lo] = s.kind === "f64"
         ? [s.hi, s.lo]
         : s.kind === "f32"
         ? f32BitsToF64Words(s.bits)
         : f64Words(roundInteger(s.value, 53));
-      bits[2 * i] = lo;
-      bits[2 * i + 1] = hi;
-    } else if (name === "F32") {
-      bits[i] = s.kind === "int" ? f32Bits(roundInteger(s.value, 24)) : toF32Bits(s);
-    } else if (name === "F16") {
-      bits[i] = s.kind === "int" ? intToF16Bits(s.value) : f32BitsToF16Bits(toF32Bits(s));
-    } else if (name === "BF16") {
-      // Rounded once to 8 bits, the value is a bfloat16 exactly: taking the top half only drops zeros.
-      bits[i] = s.kind === "int" ? f32Bits(roundInteger(s.value, 8)) >>> 16 : f32BitsToBf16Bits(toF32Bits(s));
-    } else if (name === "Bool") {
-      const truthy = s.kind === "int" ? s.value !== 0n : floatValue(s) !== 0 || Number.isNaN(floatValue(s));
-      this.#typed![i] = truthy ? 1 : 0;
+      this.#bits![2 * i] = lo;
+      this.#bits![2 * i + 1] = hi;
+    } else if (this.#typed !== null) {
+      this.#typed[i] = storedValue(this.#name, s);
     } else {
-      const [width, signed] = INT_BITS[name];
-      const wide = s.kind === "int"
-        ? (signed ? BigInt.asIntN(width, s.value) : BigInt.asUintN(width, s.value))
-        : saturate(floatValue(s), width, signed);
-      this.#typed![i] = width === 64 ? wide : Number(wide);
+      this.#bits![i] = storedValue(this.#name, s) as number;
     }
   }
 }
