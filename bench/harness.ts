@@ -19,7 +19,7 @@ interface DenoBench {
 }
 
 /** Mean nanoseconds per call of `fn`, looping until it has run 200 ms. */
-export function timeCase(fn: () => void): number {
+function timeCase(fn: () => void): number {
   for (let i = 0; i < 100; i++) fn();
   let iterations = 1;
   let elapsed = 0;

@@ -318,11 +318,6 @@ export class Tensor {
     return this.storage.isReleased;
   }
 
-  /** The dtype's table row. */
-  get dtypeInfo(): DTypeInfo {
-    return dtypeInfo(this.dtype);
-  }
-
   toString(): string {
     return `Tensor(${dtypeInfo(this.dtype).name}, ${formatShape(this.shape)}${
       this.blockSize ? `, NchwC(${this.blockSize})` : ""
@@ -434,11 +429,6 @@ export class Tensor {
   /** Internal: a typed array of the stored representation over the whole storage. */
   elements(op: string): TypedArray {
     return this.#view(op);
-  }
-
-  /** Internal: the native address of the storage. */
-  pointer(op: string): NativePointer {
-    return this.storage.pointer(op);
   }
 
   // --- views ---
