@@ -20,21 +20,21 @@
  */
 export { Tensor } from "./src/tensor.ts";
 export type { CreateOptions, TensorValues } from "./src/tensor.ts";
-export { DType } from "./src/dtype.ts";
-export type { DTypeApi, TypedArray } from "./src/dtype.ts";
-export { Layout } from "./src/layout.ts";
-export type { LayoutApi } from "./src/layout.ts";
+export { DType } from "./src/core/dtype.ts";
+export type { DTypeApi, TypedArray } from "./src/core/dtype.ts";
+export { Layout } from "./src/core/layout.ts";
+export type { LayoutApi } from "./src/core/layout.ts";
 export * as ops from "./src/ops/mod.ts";
-export { ActivationScope, tidy } from "./src/scope.ts";
+export { ActivationScope, tidy } from "./src/memory/scope.ts";
 export { GradMode, setDefaultKernels, TensorCompute } from "./src/context.ts";
 export type { GradModeApi, TensorComputeApi } from "./src/context.ts";
-export { Arena, BufferPool } from "./src/memory.ts";
-export type { PoolStats } from "./src/memory.ts";
-export { type KernelInfo, kernelInfo } from "./src/kernel_info.ts";
+export { Arena, BufferPool } from "./src/memory/pool.ts";
+export type { PoolStats } from "./src/memory/pool.ts";
+export { type KernelInfo, kernelInfo } from "./src/native/kernel_info.ts";
 export type { IsaName } from "./src/native/library.ts";
 export { nativeKernels, referenceKernels } from "./src/kernels/sets.ts";
 export type { ArithmeticMode, ComputeSettings, KernelOperand, KernelSet } from "./src/kernels/types.ts";
-export { dequantize, quantize } from "./src/quantize.ts";
+export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type { BackwardRecord, OpKind, SavedTensor } from "./src/autograd/record.ts";
 export {
   BufferOverrunError,
@@ -43,4 +43,4 @@ export {
   StaleTensorError,
   TensorShapeError,
   TensorVersionError,
-} from "./src/errors.ts";
+} from "./src/core/errors.ts";

@@ -12,11 +12,11 @@
  *
  * @module
  */
-import { hardwareThreads, kernelInfo } from "../src/kernel_info.ts";
-import { nativeCopy } from "../src/movement/copy.ts";
-import { nativeCast } from "../src/movement/cast.ts";
-import { f32BitsToF16Bits } from "../src/movement/convert.ts";
-import { DType } from "../src/dtype.ts";
+import { hardwareThreads, kernelInfo } from "../src/native/kernel_info.ts";
+import { nativeCopy } from "../src/kernels/copy.ts";
+import { nativeCast } from "../src/kernels/cast.ts";
+import { f32BitsToF16Bits } from "../src/core/convert.ts";
+import { DType } from "../src/core/dtype.ts";
 import { Tensor } from "../src/tensor.ts";
 import { native } from "../src/native/library.ts";
 import { ffi } from "../src/native/runtime.ts";

@@ -24,7 +24,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { hardwareThreads } from "../src/kernel_info.ts";
+import { hardwareThreads } from "../src/native/kernel_info.ts";
 import { nativeMatMul } from "../src/kernels/matmul.ts";
 import type { KernelOperand } from "../src/kernels/types.ts";
 import { args } from "../src/native/arg_block.ts";

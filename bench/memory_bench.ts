@@ -10,11 +10,11 @@
  *
  * @module
  */
-import { Arena } from "../src/memory.ts";
+import { Arena } from "../src/memory/pool.ts";
 import { native } from "../src/native/library.ts";
 import type { NativePointer } from "../src/native/symbols.ts";
-import { ActivationScope } from "../src/scope.ts";
-import { Storage } from "../src/storage.ts";
+import { ActivationScope } from "../src/memory/scope.ts";
+import { Storage } from "../src/memory/storage.ts";
 import { Tensor } from "../src/tensor.ts";
 import { type BenchCase, runBenchmarks } from "./harness.ts";
 

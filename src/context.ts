@@ -7,7 +7,7 @@
  * @module
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { hardwareThreads } from "./kernel_info.ts";
+import { hardwareThreads } from "./native/kernel_info.ts";
 import type { ArithmeticMode, ComputeSettings, KernelSet } from "./kernels/types.ts";
 import { nativeKernels } from "./kernels/sets.ts";
 

@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { type DType, type DTypeInfo, dtypeInfo, type TypedArray } from "./dtype.ts";
-import { decodeElement, type ElementValue, encodeElement } from "./element.ts";
-import { DTypeError, TensorShapeError } from "./errors.ts";
-import { detectLayout, Layout } from "./layout.ts";
+import { type DType, type DTypeInfo, dtypeInfo, type TypedArray } from "./core/dtype.ts";
+import { decodeElement, type ElementValue, encodeElement } from "./core/element.ts";
+import { DTypeError, TensorShapeError } from "./core/errors.ts";
+import { detectLayout, Layout } from "./core/layout.ts";
 import {
   checkBytes,
   checkShape,
@@ -16,16 +16,16 @@ import {
   elementCount,
   formatShape,
   isContiguous,
-} from "./shape.ts";
-import { Storage } from "./storage.ts";
-import type { Arena } from "./memory.ts";
+} from "./core/shape.ts";
+import { Storage } from "./memory/storage.ts";
+import type { Arena } from "./memory/pool.ts";
 import type { NativePointer } from "./native/symbols.ts";
 import type { KernelOperand } from "./kernels/types.ts";
 import type { BackwardRecord, LeafNode } from "./autograd/record.ts";
 import { leafNode } from "./autograd/record.ts";
 import { backward } from "./autograd/engine.ts";
 import * as ops from "./ops/mod.ts";
-import { randomFill } from "./random.ts";
+import { randomFill } from "./core/random.ts";
 
 /** Options every creator takes. */
 export interface CreateOptions {

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ALL_DTYPES, DType, dtypeInfo } from "../src/dtype.ts";
-import { DTypeError } from "../src/errors.ts";
+import { ALL_DTYPES, DType, dtypeInfo } from "../src/core/dtype.ts";
+import { DTypeError } from "../src/core/errors.ts";
 
 test("the 13 ONNX types have their codes and sizes; the GGML blocks sit outside the ONNX range", () => {
   const expected: [number, number][] = [

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { kernelInfo } from "../src/kernel_info.ts";
+import { kernelInfo } from "../src/native/kernel_info.ts";
 import { runChild } from "./helpers/subprocess.ts";
 
 test("every variant the host runs passes the kernel conformance cases, with the same exact-mode bits", () => {

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { kernelInfo } from "../src/kernel_info.ts";
+import { kernelInfo } from "../src/native/kernel_info.ts";
 import { fastMatMulBound, nativeMatMul, referenceMatMul } from "../src/kernels/matmul.ts";
 import {
   type ConformanceReport,

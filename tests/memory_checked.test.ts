@@ -3,13 +3,13 @@
 // the end it wrote. These tests run only against the CHECKED library; the suite runs against both.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { BufferOverrunError } from "../src/errors.ts";
-import { kernelInfo } from "../src/kernel_info.ts";
-import { Arena, BufferPool } from "../src/memory.ts";
+import { BufferOverrunError } from "../src/core/errors.ts";
+import { kernelInfo } from "../src/native/kernel_info.ts";
+import { Arena, BufferPool } from "../src/memory/pool.ts";
 import { native } from "../src/native/library.ts";
 import { ffi } from "../src/native/runtime.ts";
-import { ActivationScope } from "../src/scope.ts";
-import { Storage } from "../src/storage.ts";
+import { ActivationScope } from "../src/memory/scope.ts";
+import { Storage } from "../src/memory/storage.ts";
 
 const skip = kernelInfo().checked ? false : "needs the CHECKED library (zig build -Dchecked=true)";
 const pool = BufferPool.default;

@@ -1,10 +1,10 @@
 // The buffer pool (spec 000 §6): size classes, alignment, free lists, the idle cap and the stats.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { TensorShapeError } from "../src/errors.ts";
-import { BufferPool, type PoolStats } from "../src/memory.ts";
+import { TensorShapeError } from "../src/core/errors.ts";
+import { BufferPool, type PoolStats } from "../src/memory/pool.ts";
 import { ffi } from "../src/native/runtime.ts";
-import { Storage } from "../src/storage.ts";
+import { Storage } from "../src/memory/storage.ts";
 
 const pool = BufferPool.default;
 

@@ -3,9 +3,9 @@
 // `{ storage }` record stands in for a tensor.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Arena, BufferPool } from "../src/memory.ts";
-import { ActivationScope, tidy } from "../src/scope.ts";
-import { Storage } from "../src/storage.ts";
+import { Arena, BufferPool } from "../src/memory/pool.ts";
+import { ActivationScope, tidy } from "../src/memory/scope.ts";
+import { Storage } from "../src/memory/storage.ts";
 
 const pool = BufferPool.default;
 const op = (bytes = 64) => ({ storage: Storage.rent(bytes, { scoped: true }) });

@@ -4,10 +4,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { StaleTensorError, TensorShapeError } from "../src/errors.ts";
-import { Arena, BufferPool } from "../src/memory.ts";
+import { StaleTensorError, TensorShapeError } from "../src/core/errors.ts";
+import { Arena, BufferPool } from "../src/memory/pool.ts";
 import { ffi } from "../src/native/runtime.ts";
-import { Storage } from "../src/storage.ts";
+import { Storage } from "../src/memory/storage.ts";
 
 const pool = BufferPool.default;
 const address = (storage: Storage) => ffi.address(storage.pointer("address"));

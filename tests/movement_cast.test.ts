@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ALL_DTYPES, DType, dtypeInfo } from "../src/dtype.ts";
-import { nativeCast, referenceCast, roundInteger } from "../src/movement/cast.ts";
+import { ALL_DTYPES, DType, dtypeInfo } from "../src/core/dtype.ts";
+import { nativeCast, referenceCast, roundInteger } from "../src/kernels/cast.ts";
 import { firstDifference, NativeBlock, Random, sizeOf } from "./helpers/movement_operands.ts";
 
 const PLAIN: readonly DType[] = ALL_DTYPES.filter((d) => !dtypeInfo(d).isQuantized);

@@ -10,8 +10,8 @@ import {
   f32FromBits,
   f32ToBf16Bits,
   f32ToF16Bits,
-} from "../src/movement/convert.ts";
-import { kernelInfo } from "../src/kernel_info.ts";
+} from "../src/core/convert.ts";
+import { kernelInfo } from "../src/native/kernel_info.ts";
 import { runChild } from "./helpers/subprocess.ts";
 import { decodeBf16, decodeF16, Random, stressPatterns } from "./helpers/movement_operands.ts";
 

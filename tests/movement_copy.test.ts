@@ -1,7 +1,7 @@
 import { test } from "node:test";
-import { contiguousStrides } from "../src/shape.ts";
+import { contiguousStrides } from "../src/core/shape.ts";
 import assert from "node:assert/strict";
-import { forEachOffset, nativeCopy, referenceCopy } from "../src/movement/copy.ts";
+import { forEachOffset, nativeCopy, referenceCopy } from "../src/kernels/copy.ts";
 import { firstDifference, NativeBlock, Random, randomLayout, sizeOf } from "./helpers/movement_operands.ts";
 
 /**

@@ -6,7 +6,7 @@ import {
   nativeToBlocked,
   referenceFromBlocked,
   referenceToBlocked,
-} from "../src/movement/layout.ts";
+} from "../src/kernels/layout.ts";
 import { firstDifference, NativeBlock, Random, randomLayout, sizeOf } from "./helpers/movement_operands.ts";
 
 type Layout = { offset: number; strides: number[]; capacity: number };

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DType } from "../src/dtype.ts";
+import { DType } from "../src/core/dtype.ts";
 import {
   blockBytes,
   nativeDequantize,
@@ -8,9 +8,9 @@ import {
   type QuantFormat,
   referenceDequantize,
   referenceQuantize,
-} from "../src/movement/quant.ts";
-import { nativeCopy, referenceCopy } from "../src/movement/copy.ts";
-import { f16BitsToF32 } from "../src/movement/convert.ts";
+} from "../src/kernels/quant.ts";
+import { nativeCopy, referenceCopy } from "../src/kernels/copy.ts";
+import { f16BitsToF32 } from "../src/core/convert.ts";
 import { firstDifference, NativeBlock, Random } from "./helpers/movement_operands.ts";
 
 /** Quantizes `values` (a multiple of 32) natively and by the reference; asserts equal bytes; returns them. */

@@ -3,7 +3,7 @@
 // obvious list operation, and the two must agree element by element.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { TensorShapeError } from "../src/errors.ts";
+import { TensorShapeError } from "../src/core/errors.ts";
 import {
   broadcastShapes,
   checkShape,
@@ -11,7 +11,7 @@ import {
   contiguousStrides,
   elementCount,
   isContiguous,
-} from "../src/shape.ts";
+} from "../src/core/shape.ts";
 import {
   expandView,
   flipView,
@@ -22,9 +22,9 @@ import {
   tryReshapeView,
   unsqueezeView,
   type ViewMeta,
-} from "../src/views.ts";
-import { detectLayout, Layout, nhwcStrides } from "../src/layout.ts";
-import { Xorshift128 } from "../src/random.ts";
+} from "../src/core/views.ts";
+import { detectLayout, Layout, nhwcStrides } from "../src/core/layout.ts";
+import { Xorshift128 } from "../src/core/random.ts";
 
 /** A view as the list of its elements' buffer offsets, row-major. */
 interface Oracle {

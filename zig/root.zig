@@ -11,10 +11,10 @@ const Arena = @import("memory/Arena.zig");
 const BufferPool = @import("memory/BufferPool.zig");
 const ThreadPool = @import("ThreadPool.zig");
 // data movement
-const convert = @import("convert.zig");
-const copy = @import("copy.zig");
-const layout = @import("layout.zig");
-const quant = @import("quant.zig");
+const convert = @import("movement/convert.zig");
+const copy = @import("movement/copy.zig");
+const layout = @import("movement/layout.zig");
+const quant = @import("movement/quant.zig");
 
 // --- library and ABI ---
 

@@ -14,9 +14,9 @@ comptime {
     _ = @import("kernels/gemm.zig");
     _ = @import("bench.zig");
     // data movement
-    _ = @import("copy.zig");
-    _ = @import("convert.zig");
+    _ = @import("movement/copy.zig");
+    _ = @import("movement/convert.zig");
     _ = @import("kernels/movement.zig");
-    _ = @import("layout.zig");
-    _ = @import("quant.zig");
+    _ = @import("movement/layout.zig");
+    _ = @import("movement/quant.zig");
 }

@@ -7,10 +7,10 @@
  * @module
  */
 import { computeSettings, kernels, runBackwardRule } from "../context.ts";
-import { formatShape } from "../shape.ts";
-import { TensorShapeError } from "../errors.ts";
+import { formatShape } from "../core/shape.ts";
+import { TensorShapeError } from "../core/errors.ts";
 import { BinaryOp } from "../kernels/types.ts";
-import { ActivationScope } from "../scope.ts";
+import { ActivationScope } from "../memory/scope.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { type AutogradNode, BackwardRecord, LeafNode, nodeOf } from "./record.ts";
 import { runRule } from "./rules.ts";

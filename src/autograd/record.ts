@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { DType } from "../dtype.ts";
-import { TensorVersionError } from "../errors.ts";
+import type { DType } from "../core/dtype.ts";
+import { TensorVersionError } from "../core/errors.ts";
 import { type ComputeSnapshot, computeSnapshot, gradEnabled } from "../context.ts";
 import type { Tensor } from "../tensor.ts";
 

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { DType } from "../dtype.ts";
-import { formatShape } from "../shape.ts";
+import type { DType } from "../core/dtype.ts";
+import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, mul, neg, sub } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";

@@ -7,22 +7,22 @@
 import type { KernelSet } from "./types.ts";
 import { nativeKernels as nativeCompute } from "./native.ts";
 import { referenceKernels as referenceCompute } from "./reference.ts";
-import { nativeCopy, referenceCopy } from "../movement/copy.ts";
-import { nativeCast, referenceCast } from "../movement/cast.ts";
+import { nativeCopy, referenceCopy } from "./copy.ts";
+import { nativeCast, referenceCast } from "./cast.ts";
 import {
   nativeFromBlocked,
   nativeToBlocked,
   referenceFromBlocked,
   referenceToBlocked,
-} from "../movement/layout.ts";
+} from "./layout.ts";
 import {
   nativeDequantize,
   nativeQuantize,
   type QuantFormat,
   referenceDequantize,
   referenceQuantize,
-} from "../movement/quant.ts";
-import type { DType } from "../dtype.ts";
+} from "./quant.ts";
+import type { DType } from "../core/dtype.ts";
 
 /**
  * The native kernels (the default set).

@@ -8,7 +8,7 @@
  * @module
  */
 import type { NativePointer } from "../native/symbols.ts";
-import type { TypedArray } from "../dtype.ts";
+import type { TypedArray } from "../core/dtype.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {

@@ -7,7 +7,7 @@
  */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { NativeLibraryError } from "../errors.ts";
+import { NativeLibraryError } from "../core/errors.ts";
 import { env, ffi } from "./runtime.ts";
 import type { NativeSymbols } from "./symbols.ts";
 

@@ -7,9 +7,9 @@
  *
  * @module
  */
-import { TensorShapeError } from "../errors.ts";
+import { TensorShapeError } from "../core/errors.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
-import { formatShape } from "../shape.ts";
+import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { BinaryOp, ReduceOp } from "../kernels/types.ts";
 import { record, shouldRecord } from "../autograd/record.ts";

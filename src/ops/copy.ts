@@ -4,16 +4,16 @@
  *
  * @module
  */
-import { type DType, dtypeInfo } from "../dtype.ts";
-import { DTypeError, TensorShapeError } from "../errors.ts";
+import { type DType, dtypeInfo } from "../core/dtype.ts";
+import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { computeSettings, kernels } from "../context.ts";
-import { Layout, nhwcStrides } from "../layout.ts";
-import { checkBytes, checkShape, contiguousStrides, formatShape } from "../shape.ts";
-import { Storage } from "../storage.ts";
+import { Layout, nhwcStrides } from "../core/layout.ts";
+import { checkBytes, checkShape, contiguousStrides, formatShape } from "../core/shape.ts";
+import { Storage } from "../memory/storage.ts";
 import { allocate, Tensor } from "../tensor.ts";
-import { expandView } from "../views.ts";
+import { expandView } from "../core/views.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { blockedShape } from "../movement/layout.ts";
+import { blockedShape } from "../kernels/layout.ts";
 
 /** Copies `src` (same shape) into `dst` element by element; same dtype. */
 export function copyElements(op: string, dst: Tensor, src: Tensor): void {

@@ -5,12 +5,12 @@
  *
  * @module
  */
-import { DTypeError, TensorShapeError } from "../errors.ts";
-import { dtypeInfo } from "../dtype.ts";
+import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
-import { broadcastShapes, formatShape } from "../shape.ts";
+import { broadcastShapes, formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
-import { expandView } from "../views.ts";
+import { expandView } from "../core/views.ts";
 import { BinaryOp, UnaryOp } from "../kernels/types.ts";
 import { type OpKind, record, shouldRecord } from "../autograd/record.ts";
 

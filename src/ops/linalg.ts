@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { TensorShapeError } from "../errors.ts";
+import { TensorShapeError } from "../core/errors.ts";
 import { computeSettings, kernels } from "../context.ts";
-import { broadcastShapes, formatShape } from "../shape.ts";
+import { broadcastShapes, formatShape } from "../core/shape.ts";
 import type { Tensor } from "../tensor.ts";
-import { expandView } from "../views.ts";
+import { expandView } from "../core/views.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { add, checkF32, newOutput } from "./elementwise.ts";
 import { squeeze, transpose, unsqueeze } from "./views.ts";

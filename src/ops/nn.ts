@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { DTypeError, TensorShapeError } from "../errors.ts";
-import { dtypeInfo } from "../dtype.ts";
+import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
-import { broadcastShapes, formatShape, normalizeAxis } from "../shape.ts";
+import { broadcastShapes, formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
-import { tidy } from "../scope.ts";
+import { tidy } from "../memory/scope.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { add, checkF32, mul, newOutput } from "./elementwise.ts";
 import { matmul } from "./linalg.ts";

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import { DTypeError, TensorShapeError } from "../errors.ts";
+import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { GradMode } from "../context.ts";
-import { formatShape } from "../shape.ts";
+import { formatShape } from "../core/shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { add, checkF32, checkParameter, div, mul, sqrt, sub } from "./elementwise.ts";

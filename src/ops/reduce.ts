@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { TensorShapeError } from "../errors.ts";
+import { TensorShapeError } from "../core/errors.ts";
 import { computeSettings, kernels } from "../context.ts";
-import { formatShape, normalizeAxis } from "../shape.ts";
+import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { ReduceOp, SoftmaxOp } from "../kernels/types.ts";
 import { type OpKind, record, shouldRecord } from "../autograd/record.ts";

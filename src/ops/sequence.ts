@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { DTypeError, TensorShapeError } from "../errors.ts";
-import { dtypeInfo } from "../dtype.ts";
-import { formatShape } from "../shape.ts";
+import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { dtypeInfo } from "../core/dtype.ts";
+import { formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
-import { tidy } from "../scope.ts";
+import { tidy } from "../memory/scope.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { add, checkF32, checkParameter, mul, newOutput, sigmoid, sub, tanh } from "./elementwise.ts";
 import { linear } from "./linalg.ts";

@@ -1,13 +1,13 @@
 /**
- * View operations on tensors: the pure rules of `src/views.ts` applied to a handle, plus their backward
+ * View operations on tensors: the pure rules of `src/core/views.ts` applied to a handle, plus their backward
  * records (Permute, Slice, Select, Flip, Expand and the Reshape family of spec 000 §8). No data moves, except
  * in `reshape`'s fallback, which copies.
  *
  * @module
  */
-import { TensorShapeError } from "../errors.ts";
-import { dtypeInfo } from "../dtype.ts";
-import { formatShape } from "../shape.ts";
+import { TensorShapeError } from "../core/errors.ts";
+import { dtypeInfo } from "../core/dtype.ts";
+import { formatShape } from "../core/shape.ts";
 import { Tensor } from "../tensor.ts";
 import {
   expandView,
@@ -21,7 +21,7 @@ import {
   tryReshapeView,
   unsqueezeView,
   type ViewMeta,
-} from "../views.ts";
+} from "../core/views.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { contiguous } from "./copy.ts";
 

@@ -3,7 +3,7 @@
 // F64 tensors (pure data movement, checked separately against the index-to-offset oracle).
 import assert from "node:assert/strict";
 import { ActivationScope, DType, ops, Tensor, TensorCompute } from "../../mod.ts";
-import { Xorshift128 } from "../../src/random.ts";
+import { Xorshift128 } from "../../src/core/random.ts";
 
 /** A row-major f64 array with its shape. */
 export interface F64 {

@@ -2,7 +2,7 @@
 // dilated, reversed, with broadcast batch axes), and the conformance run itself, which compares the native
 // GEMM with the reference in both modes. Run as a script, it prints one JSON report for the ISA forced by
 // ZIGTENSOR_ISA (tests/kernels_matmul.test.ts runs it once per variant).
-import { kernelInfo } from "../../src/kernel_info.ts";
+import { kernelInfo } from "../../src/native/kernel_info.ts";
 import { fastMatMulBound, nativeMatMul, referenceMatMul } from "../../src/kernels/matmul.ts";
 import type { ArithmeticMode, KernelOperand } from "../../src/kernels/types.ts";
 import { native } from "../../src/native/library.ts";

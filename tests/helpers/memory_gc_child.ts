@@ -1,8 +1,8 @@
 // Child process of memory_storage.test.ts: storages that are never released go back to the pool once the
 // garbage collector finalizes them. Run by Deno with --v8-flags=--expose-gc, or by Bun. Prints one JSON line.
-import { BufferPool } from "../../src/memory.ts";
-import { Storage } from "../../src/storage.ts";
-import { ActivationScope } from "../../src/scope.ts";
+import { BufferPool } from "../../src/memory/pool.ts";
+import { Storage } from "../../src/memory/storage.ts";
+import { ActivationScope } from "../../src/memory/scope.ts";
 
 const pool = BufferPool.default;
 

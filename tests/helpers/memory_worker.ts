@@ -1,8 +1,8 @@
 // A Worker of memory_workers.test.ts: rents, writes, checks and releases pool and arena storages for a while,
 // concurrently with another such Worker, and reports what it saw. Both share the process's pool.
-import { Arena } from "../../src/memory.ts";
+import { Arena } from "../../src/memory/pool.ts";
 import { ffi } from "../../src/native/runtime.ts";
-import { Storage } from "../../src/storage.ts";
+import { Storage } from "../../src/memory/storage.ts";
 
 /** What the worker asks for and what it reports. */
 export interface WorkerTask {

@@ -1,6 +1,6 @@
 // Child process of memory_workers.test.ts: runs two memory Workers at once over the shared pool and prints
 // the pool's stats before and after with the Workers' reports, as one JSON line.
-import { BufferPool } from "../../src/memory.ts";
+import { BufferPool } from "../../src/memory/pool.ts";
 import type { WorkerReport } from "./memory_worker.ts";
 
 const iterations = Number((globalThis as { process?: { argv: string[] } }).process?.argv.at(-1)) || 20_000;

@@ -4,7 +4,7 @@
 import { native } from "../../src/native/library.ts";
 import { ffi } from "../../src/native/runtime.ts";
 import type { KernelOperand } from "../../src/kernels/types.ts";
-import type { TypedArray } from "../../src/dtype.ts";
+import type { TypedArray } from "../../src/core/dtype.ts";
 import { Rng } from "./operands.ts";
 
 /** A rented native block with one ArrayBuffer over it, released (and detached) on dispose. */
@@ -160,9 +160,9 @@ export function decodeBf16(b: number): number {
 // --- child mode: bulk conversions of the variant forced by ZIGTENSOR_ISA against TypeScript ---
 
 async function childMain(): Promise<void> {
-  const { kernelInfo } = await import("../../src/kernel_info.ts");
-  const { nativeCast } = await import("../../src/movement/cast.ts");
-  const convert = await import("../../src/movement/convert.ts");
+  const { kernelInfo } = await import("../../src/native/kernel_info.ts");
+  const { nativeCast } = await import("../../src/kernels/cast.ts");
+  const convert = await import("../../src/core/convert.ts");
   const random = new Random(0xc0ffee);
   const mismatches: Record<string, number> = {};
   const compare = (name: string, got: ArrayLike<number>, expected: (i: number) => number, n: number) => {

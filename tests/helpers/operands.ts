@@ -18,7 +18,7 @@ import type { KernelOperand } from "../../src/kernels/types.ts";
 import { native } from "../../src/native/library.ts";
 import { ffi } from "../../src/native/runtime.ts";
 import type { NativePointer } from "../../src/native/symbols.ts";
-import { Xorshift128 } from "../../src/random.ts";
+import { Xorshift128 } from "../../src/core/random.ts";
 
 /** A deterministic generator (the library's xorshift128), so that a failure names a seed that reproduces it. */
 export class Rng {

@@ -7,7 +7,7 @@
 //! NaN payloads (or on a default-NaN mode). bf16: integer vector code of the §10 formula on every variant.
 const std = @import("std");
 const builtin = @import("builtin");
-const convert = @import("../convert.zig");
+const convert = @import("../movement/convert.zig");
 
 /// Converts `n` contiguous elements from `src` to `dst` (both aligned to their element size).
 pub const BulkFn = *const fn (dst: [*]u8, src: [*]const u8, n: usize) callconv(.c) void;

@@ -3,12 +3,12 @@
  *
  * @module
  */
-import { DType, dtypeInfo } from "./dtype.ts";
-import { DTypeError, TensorShapeError } from "./errors.ts";
-import { computeSettings, kernels } from "./context.ts";
-import { formatShape } from "./shape.ts";
-import { allocate, type Tensor } from "./tensor.ts";
-import { cast, contiguous } from "./ops/copy.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
+import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { computeSettings, kernels } from "../context.ts";
+import { formatShape } from "../core/shape.ts";
+import { allocate, type Tensor } from "../tensor.ts";
+import { cast, contiguous } from "./copy.ts";
 
 /**
  * Quantizes a float tensor into Q4_0 or Q8_0 blocks (the last axis must be a multiple of 32). The result is

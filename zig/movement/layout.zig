@@ -4,8 +4,8 @@
 //! stride_C between lanes), the partial last block as a second copy of its live lanes, and (into blocked
 //! storage) a broadcast fill of zeros for its dead lanes.
 const std = @import("std");
-const abi = @import("abi.zig");
-const table = @import("kernels/table.zig");
+const abi = @import("../abi.zig");
+const table = @import("../kernels/table.zig");
 const copy = @import("copy.zig");
 
 pub const block_max = 256;
@@ -133,7 +133,7 @@ fn testArgs(shape: [4]i32, b: i32, elem_bytes: i32, threads: i32) abi.ArgBlock {
 }
 
 test "NCHW and NHWC to NchwC(B) and back, lanes past C zero, for several block sizes" {
-    const ThreadPool = @import("ThreadPool.zig");
+    const ThreadPool = @import("../ThreadPool.zig");
     const n = 2;
     const c = 5;
     const h = 3;

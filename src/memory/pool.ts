@@ -4,10 +4,10 @@
  *
  * @module
  */
-import { BufferOverrunError, TensorShapeError } from "./errors.ts";
-import { library, native } from "./native/library.ts";
-import { ffi } from "./native/runtime.ts";
-import type { NativePointer } from "./native/symbols.ts";
+import { BufferOverrunError, TensorShapeError } from "../core/errors.ts";
+import { library, native } from "../native/library.ts";
+import { ffi } from "../native/runtime.ts";
+import type { NativePointer } from "../native/symbols.ts";
 
 /** The largest request the pool and arenas serve: 2^31 − 1 bytes. */
 export const MAX_BYTE_LENGTH: number = 2 ** 31 - 1;

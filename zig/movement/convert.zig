@@ -11,11 +11,11 @@
 //! does, written out so that every ISA gives the same bits: f64 → f32 keeps the top 23 payload bits and
 //! forces the quiet bit; f32 → f64 shifts the payload left by 29 and forces the quiet bit.
 const std = @import("std");
-const abi = @import("abi.zig");
-const table = @import("kernels/table.zig");
-const movement = @import("kernels/movement.zig");
+const abi = @import("../abi.zig");
+const table = @import("../kernels/table.zig");
+const movement = @import("../kernels/movement.zig");
 const copy = @import("copy.zig");
-const Rows = @import("kernels/rows.zig").Rows;
+const Rows = @import("../kernels/rows.zig").Rows;
 
 // --- scalar conversions, exactly as spec 000 §10 writes them ---
 
@@ -87,7 +87,7 @@ pub fn f32ToF64(bits: u32) f64 {
 
 // --- casts ---
 
-/// The plain dtypes by their ONNX codes (as in `src/dtype.ts`).
+/// The plain dtypes by their ONNX codes (as in `src/core/dtype.ts`).
 pub const DType = enum(i32) {
     f32 = 1,
     u8 = 2,
@@ -402,7 +402,7 @@ test "cast rules on edge values" {
 }
 
 test "a strided cast of every pair matches castValue element by element" {
-    const ThreadPool = @import("ThreadPool.zig");
+    const ThreadPool = @import("../ThreadPool.zig");
     var src_bytes: [64 * 8]u8 align(8) = undefined;
     var prng = std.Random.DefaultPrng.init(7);
     prng.random().bytes(&src_bytes);

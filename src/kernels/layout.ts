@@ -9,10 +9,10 @@
  *
  * @module
  */
-import { TensorShapeError } from "../errors.ts";
+import { TensorShapeError } from "../core/errors.ts";
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
-import type { KernelOperand, SpanOperand } from "../kernels/types.ts";
+import type { KernelOperand, SpanOperand } from "./types.ts";
 import { assertOperand, capacityOf, rawView } from "./copy.ts";
 
 /**
@@ -178,7 +178,7 @@ function units(elementBytes: number): [1 | 2 | 4, number] {
  * ```ts
  * import assert from "node:assert/strict";
  * import { referenceToBlocked } from "./layout.ts";
- * import type { SpanOperand, KernelOperand } from "../kernels/types.ts";
+ * import type { SpanOperand, KernelOperand } from "./types.ts";
  * const nchw = new Uint8Array([1, 2, 3]);                     // N=1, C=3, H=W=1
  * const blocked = new Uint8Array(4).fill(9);
  * const operand = (data: Uint8Array, strides: number[]) => ({ data, offset: 0, strides }) as unknown as KernelOperand;
@@ -213,7 +213,7 @@ export function referenceToBlocked(
  * ```ts
  * import assert from "node:assert/strict";
  * import { referenceFromBlocked } from "./layout.ts";
- * import type { SpanOperand, KernelOperand } from "../kernels/types.ts";
+ * import type { SpanOperand, KernelOperand } from "./types.ts";
  * const blocked = new Uint8Array([1, 2, 3, 0]);
  * const nchw = new Uint8Array(3);
  * const operand = (data: Uint8Array, strides: number[]) => ({ data, offset: 0, strides }) as unknown as KernelOperand;

@@ -12,7 +12,7 @@
  */
 import { args, MAX_RANK } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
-import type { KernelOperand } from "../kernels/types.ts";
+import type { KernelOperand } from "./types.ts";
 
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
@@ -99,7 +99,7 @@ export function assertOperand(
  * ```ts
  * import assert from "node:assert/strict";
  * import { capacityOf } from "./copy.ts";
- * import type { KernelOperand } from "../kernels/types.ts";
+ * import type { KernelOperand } from "./types.ts";
  * const operand = { data: new Uint8Array(40) } as unknown as KernelOperand;
  * assert.ok(capacityOf(operand, 18) === 2 && capacityOf(operand, 4) === 10);
  * ```
@@ -200,7 +200,7 @@ export function forEachOffset(
  * ```ts
  * import assert from "node:assert/strict";
  * import { rawView } from "./copy.ts";
- * import type { KernelOperand } from "../kernels/types.ts";
+ * import type { KernelOperand } from "./types.ts";
  * const operand = { data: new Float32Array([1]) } as unknown as KernelOperand;
  * assert.ok(rawView(operand, 4)[0] === 0x3f800000);
  * ```
@@ -222,7 +222,7 @@ export function rawView(
  * ```ts
  * import assert from "node:assert/strict";
  * import { referenceCopy } from "./copy.ts";
- * import type { KernelOperand } from "../kernels/types.ts";
+ * import type { KernelOperand } from "./types.ts";
  * const src = new Uint8Array([7, 8, 9]);
  * const dst = new Uint8Array(6);
  * const operand = (data: Uint8Array, offset: number, strides: number[]) =>

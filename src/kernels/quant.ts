@@ -18,12 +18,12 @@
  *
  * @module
  */
-import { DType } from "../dtype.ts";
-import { DTypeError } from "../errors.ts";
+import { DType } from "../core/dtype.ts";
+import { DTypeError } from "../core/errors.ts";
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
-import type { KernelOperand, SpanOperand } from "../kernels/types.ts";
-import { f16BitsToF32, f32ToF16Bits } from "./convert.ts";
+import type { KernelOperand, SpanOperand } from "./types.ts";
+import { f16BitsToF32, f32ToF16Bits } from "../core/convert.ts";
 import { capacityOf } from "./copy.ts";
 
 /** A quantized block format: `DType.Q4_0` or `DType.Q8_0`. */
@@ -48,7 +48,7 @@ export const BLOCK_ELEMENTS = 32;
  * ```ts
  * import assert from "node:assert/strict";
  * import { blockBytes } from "./quant.ts";
- * import { DType } from "../dtype.ts";
+ * import { DType } from "../core/dtype.ts";
  * assert.ok(blockBytes(DType.Q4_0) === 18 && blockBytes(DType.Q8_0) === 34);
  * ```
  */
@@ -91,7 +91,7 @@ function assertBlocks(
  * ```ts
  * import assert from "node:assert/strict";
  * import { nativeQuantize } from "./quant.ts";
- * import { DType } from "../dtype.ts";
+ * import { DType } from "../core/dtype.ts";
  * import { ffi } from "../native/runtime.ts";
  * const values = new Float32Array(32).fill(1);
  * const block = new Uint8Array(34);
@@ -121,7 +121,7 @@ export function nativeQuantize(
  * ```ts
  * import assert from "node:assert/strict";
  * import { nativeDequantize } from "./quant.ts";
- * import { DType } from "../dtype.ts";
+ * import { DType } from "../core/dtype.ts";
  * import { ffi } from "../native/runtime.ts";
  * const block = new Uint8Array(18);
  * block[1] = 0x40;                  // d = 2 (f16 0x4000)
@@ -209,8 +209,8 @@ function quantizeQ4(x: Float32Array, at: number, out: Uint8Array, to: number): v
  * ```ts
  * import assert from "node:assert/strict";
  * import { referenceQuantize } from "./quant.ts";
- * import { DType } from "../dtype.ts";
- * import type { KernelOperand } from "../kernels/types.ts";
+ * import { DType } from "../core/dtype.ts";
+ * import type { KernelOperand } from "./types.ts";
  * const values = new Float32Array(32);
  * values[0] = -16;                  // the largest magnitude: d = -16 / -8 = 2
  * values[16] = 3;                   // q = trunc(3 / 2 + 8.5) = 10
@@ -245,8 +245,8 @@ export function referenceQuantize(
  * ```ts
  * import assert from "node:assert/strict";
  * import { referenceDequantize } from "./quant.ts";
- * import { DType } from "../dtype.ts";
- * import type { KernelOperand } from "../kernels/types.ts";
+ * import { DType } from "../core/dtype.ts";
+ * import type { KernelOperand } from "./types.ts";
  * const block = new Uint8Array(34);
  * block[1] = 0x38;                  // d = 0.5 (f16 0x3800)
  * block[2] = 0xfd;                  // q = -3

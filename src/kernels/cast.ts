@@ -16,11 +16,11 @@
  *
  * @module
  */
-import { type DType, type DTypeInfo, dtypeInfo } from "../dtype.ts";
-import { DTypeError } from "../errors.ts";
+import { type DType, type DTypeInfo, dtypeInfo } from "../core/dtype.ts";
+import { DTypeError } from "../core/errors.ts";
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
-import type { KernelOperand } from "../kernels/types.ts";
+import type { KernelOperand } from "./types.ts";
 import {
   bf16BitsToF32Bits,
   f16BitsToF32Bits,
@@ -28,7 +28,7 @@ import {
   f32BitsToBf16Bits,
   f32BitsToF16Bits,
   f32FromBits,
-} from "./convert.ts";
+} from "../core/convert.ts";
 import { assertOperand, assertShape, capacityOf, forEachOffset, referenceCopy } from "./copy.ts";
 
 /** The plain dtype of `code`, or a `DTypeError` for a quantized or unknown one. */
@@ -65,7 +65,7 @@ function assertCast(
  * ```ts
  * import assert from "node:assert/strict";
  * import { nativeCast } from "./cast.ts";
- * import { DType } from "../dtype.ts";
+ * import { DType } from "../core/dtype.ts";
  * import { ffi } from "../native/runtime.ts";
  * const src = new Float32Array([1.5, -2.7, NaN, 3e9]);
  * const dst = new Int32Array(4);
@@ -336,8 +336,8 @@ function intToF16Bits(value: bigint): number {
  * ```ts
  * import assert from "node:assert/strict";
  * import { referenceCast } from "./cast.ts";
- * import { DType } from "../dtype.ts";
- * import type { KernelOperand } from "../kernels/types.ts";
+ * import { DType } from "../core/dtype.ts";
+ * import type { KernelOperand } from "./types.ts";
  * const operand = (data: ArrayBufferView) => ({ pointer: null, data, offset: 0, strides: [1] }) as unknown as KernelOperand;
  * const src = new Int32Array([300, -1, 16777217]);
  * const bytes = new Uint8Array(3);

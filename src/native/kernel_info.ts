@@ -3,8 +3,8 @@
  *
  * @module
  */
-import { ffi } from "./native/runtime.ts";
-import { type IsaName, library } from "./native/library.ts";
+import { ffi } from "./runtime.ts";
+import { type IsaName, library } from "./library.ts";
 
 /** The native library in use: its kernel variant, what it holds, and where it was loaded from. */
 export interface KernelInfo {

@@ -10,9 +10,9 @@
 //! core. Element size is any positive byte count: 1, 2, 4 and 8 take typed loops, other sizes (quantized
 //! blocks) take a memcpy per element.
 const std = @import("std");
-const abi = @import("abi.zig");
-const table = @import("kernels/table.zig");
-const Rows = @import("kernels/rows.zig").Rows;
+const abi = @import("../abi.zig");
+const table = @import("../kernels/table.zig");
+const Rows = @import("../kernels/rows.zig").Rows;
 
 /// Copies and casts with fewer elements than this stay on the calling thread.
 pub const parallel_min_elements = 1 << 16;
@@ -429,7 +429,7 @@ fn SpanJob(comptime Visit: type) type {
 // --- tests ---
 
 const testing = std.testing;
-const ThreadPool = @import("ThreadPool.zig");
+const ThreadPool = @import("../ThreadPool.zig");
 
 /// The element offset of row-major index `flat` of `shape` in an operand.
 fn naiveOffset(shape: []const i32, op: *const abi.Operand, flat: usize) usize {

@@ -9,11 +9,11 @@
  *
  * @module
  */
-import { BufferOverrunError, StaleTensorError } from "./errors.ts";
-import { type Arena, arenaAccess, checkByteLength, isCheckedBuild } from "./memory.ts";
-import { native } from "./native/library.ts";
-import { ffi } from "./native/runtime.ts";
-import type { NativePointer } from "./native/symbols.ts";
+import { BufferOverrunError, StaleTensorError } from "../core/errors.ts";
+import { type Arena, arenaAccess, checkByteLength, isCheckedBuild } from "./pool.ts";
+import { native } from "../native/library.ts";
+import { ffi } from "../native/runtime.ts";
+import type { NativePointer } from "../native/symbols.ts";
 
 /** Options of `Storage.rent`. */
 export interface RentOptions {

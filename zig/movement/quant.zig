@@ -13,14 +13,14 @@
 //! the conversion of q to an integer undefined (a NaN input) the cast rule applies: NaN gives 0 and values
 //! saturate. Dequantization is one f32 multiply per element.
 const std = @import("std");
-const abi = @import("abi.zig");
-const table = @import("kernels/table.zig");
+const abi = @import("../abi.zig");
+const table = @import("../kernels/table.zig");
 const convert = @import("convert.zig");
 const copy = @import("copy.zig");
 
 pub const block_elements = 32;
 
-/// The block formats, by the codes of `src/dtype.ts` (0x100 + the GGML type id).
+/// The block formats, by the codes of `src/core/dtype.ts` (0x100 + the GGML type id).
 pub const Format = enum(i32) {
     q4_0 = 0x102,
     q8_0 = 0x108,
@@ -221,7 +221,7 @@ test "an all-zero block has d = 0 and dequantizes to zeros; NaN inputs give q = 
 }
 
 test "threaded quantize and dequantize of many blocks match one block at a time" {
-    const ThreadPool = @import("ThreadPool.zig");
+    const ThreadPool = @import("../ThreadPool.zig");
     const count = 3000;
     const values = try testing.allocator.alloc(f32, count * 32);
     defer testing.allocator.free(values);
