@@ -9,12 +9,7 @@ import { nativeKernels as nativeCompute } from "./native.ts";
 import { referenceKernels as referenceCompute } from "./reference.ts";
 import { nativeCopy, referenceCopy } from "./copy.ts";
 import { nativeCast, referenceCast } from "./cast.ts";
-import {
-  nativeFromBlocked,
-  nativeToBlocked,
-  referenceFromBlocked,
-  referenceToBlocked,
-} from "./layout.ts";
+import { nativeFromBlocked, nativeToBlocked, referenceFromBlocked, referenceToBlocked } from "./layout.ts";
 import {
   nativeDequantize,
   nativeQuantize,
