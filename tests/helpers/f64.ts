@@ -146,7 +146,7 @@ export function maxPool2d(
 
 /** A library view operation applied to f64 data (through an F64 tensor). */
 export function viewOp(x: F64, op: (t: Tensor) => Tensor): F64 {
-  using t = Tensor.from(x.data, [...x.shape], DType.F64);
+  using t = Tensor.from(x.data, [...x.shape], { dtype: DType.F64 });
   using v = op(t);
   return { shape: [...v.shape], data: Float64Array.from(v.toArray() as Float64Array) };
 }
