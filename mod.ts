@@ -19,9 +19,12 @@
  * @module
  */
 export { Tensor } from "./src/tensor.ts";
-export type { CreateOptions, TensorValues } from "./src/tensor.ts";
+export type { CreateOptions, TensorOptions, TensorValues } from "./src/tensor.ts";
+export type { TensorJson } from "./src/format.ts";
+export { assertClose } from "./src/testing.ts";
+export type { CloseOptions, CloseValues } from "./src/testing.ts";
 export { DType } from "./src/dtype.ts";
-export type { DTypeApi, TypedArray } from "./src/dtype.ts";
+export type { DTypeApi, DTypeLike, DTypeName, TypedArray } from "./src/dtype.ts";
 export { Layout } from "./src/layout.ts";
 export type { LayoutApi } from "./src/layout.ts";
 export * as ops from "./src/ops/mod.ts";

@@ -25,6 +25,22 @@ import type { BackwardRecord, LeafNode } from "./autograd/record.ts";
 import { leafNode } from "./autograd/record.ts";
 import { backward } from "./autograd/engine.ts";
 import * as ops from "./ops/mod.ts";
+import type {
+  AttentionOptions,
+  AvgPool2dOptions,
+  BatchNormOptions,
+  Conv2dOptions,
+  CtcLossOptions,
+  EmbeddingOptions,
+  GruOptions,
+  GruResult,
+  LayerNormOptions,
+  LstmOptions,
+  LstmResult,
+  Pool2dOptions,
+  ReduceOptions,
+  RnnWeights,
+} from "./ops/mod.ts";
 import { randomFill } from "./random.ts";
 import { formatTensor, type TensorJson, tensorJson } from "./format.ts";
 
@@ -550,16 +566,34 @@ export class Tensor {
     return ops.transpose(this, a, b);
   }
 
-  /** The transpose of a rank-2 tensor. */
+  /**
+   * The axes reversed, as NumPy's and PyTorch's `.T`: the transpose of a matrix, a view of a vector or a
+   * scalar as it is; for a batch of matrices use `mT`.
+   */
   get T(): Tensor {
-    if (this.rank !== 2) {
+    return ops.permute(this, Array.from({ length: this.rank }, (_, i) => this.rank - 1 - i));
+  }
+
+  /**
+   * The last two axes swapped (PyTorch's `.mT`): the transpose of each matrix in a batch.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Tensor } from "@zigtensor/zigtensor";
+   * using x = Tensor.zeros([4, 2, 3]);
+   * assert.ok(x.mT.shape.join() === "4,3,2" && x.T.shape.join() === "3,2,4");
+   * ```
+   */
+  get mT(): Tensor {
+    if (this.rank < 2) {
       throw new TensorShapeError(
-        "T",
-        `T needs a rank-2 tensor, got shape ${formatShape(this.shape)}; use permute`,
+        "mT",
+        `mT needs a tensor of rank 2 or more (a batch of matrices), got shape ${formatShape(this.shape)}`,
         [this.shape],
       );
     }
-    return ops.transpose(this, 0, 1);
+    return ops.transpose(this, -2, -1);
   }
 
   /** Elements `start`, `start + step`, … below `end` along `axis` (negative start/end count from the end). */
@@ -712,24 +746,94 @@ export class Tensor {
     return ops.relu(this);
   }
 
-  /** The matrix product (batched, broadcasting batch axes). */
+  /** thisᵒᵗʰᵉʳ element-wise, broadcasting. */
+  pow(other: Tensor | number): Tensor {
+    return ops.pow(this, other);
+  }
+
+  /** The larger of this and `other` element-wise, broadcasting. */
+  maximum(other: Tensor | number): Tensor {
+    return ops.maximum(this, other);
+  }
+
+  /** The smaller of this and `other` element-wise, broadcasting. */
+  minimum(other: Tensor | number): Tensor {
+    return ops.minimum(this, other);
+  }
+
+  /** this = other element-wise, as a Bool tensor. */
+  eq(other: Tensor | number): Tensor {
+    return ops.eq(this, other);
+  }
+
+  /** this ≠ other element-wise, as a Bool tensor. */
+  ne(other: Tensor | number): Tensor {
+    return ops.ne(this, other);
+  }
+
+  /** this < other element-wise, as a Bool tensor. */
+  lt(other: Tensor | number): Tensor {
+    return ops.lt(this, other);
+  }
+
+  /** this ≤ other element-wise, as a Bool tensor. */
+  le(other: Tensor | number): Tensor {
+    return ops.le(this, other);
+  }
+
+  /** this > other element-wise, as a Bool tensor. */
+  gt(other: Tensor | number): Tensor {
+    return ops.gt(this, other);
+  }
+
+  /** this ≥ other element-wise, as a Bool tensor. */
+  ge(other: Tensor | number): Tensor {
+    return ops.ge(this, other);
+  }
+
+  /** |x|. */
+  abs(): Tensor {
+    return ops.abs(this);
+  }
+
+  /** The error function. */
+  erf(): Tensor {
+    return ops.erf(this);
+  }
+
+  /** The matrix product (batched, broadcasting batch axes; two vectors give their dot product). */
   matmul(other: Tensor): Tensor {
     return ops.matmul(this, other);
   }
 
+  /** this @ weightᵀ + bias, with `weight` of shape [out, in] (`ops.linear`). */
+  linear(weight: Tensor, bias?: Tensor): Tensor {
+    return ops.linear(this, weight, bias);
+  }
+
   /** The sum over `axis` (a number or an array; all axes by default). */
-  sum(axis?: number | readonly number[], options: { keepDims?: boolean } = {}): Tensor {
+  sum(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
     return ops.sum(this, axis, options);
   }
 
   /** The mean over `axis` (all axes by default). */
-  mean(axis?: number | readonly number[], options: { keepDims?: boolean } = {}): Tensor {
+  mean(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
     return ops.mean(this, axis, options);
   }
 
   /** The maximum over `axis` (all axes by default). */
-  max(axis?: number | readonly number[], options: { keepDims?: boolean } = {}): Tensor {
+  max(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
     return ops.max(this, axis, options);
+  }
+
+  /** The minimum over `axis` (all axes by default). */
+  min(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+    return ops.min(this, axis, options);
+  }
+
+  /** The I64 index of the first maximum along `axis`. */
+  argmax(axis: number, options: ReduceOptions = {}): Tensor {
+    return ops.argmax(this, axis, options);
   }
 
   /** Softmax over `axis` (the last by default). */
@@ -770,6 +874,73 @@ export class Tensor {
   /** √x. */
   sqrt(): Tensor {
     return ops.sqrt(this);
+  }
+
+  // --- layers and losses (each also a function in `ops`, where they are documented) ---
+
+  /** `ops.conv2d(this, weight, options)`: this is [N, C, H, W] or [C, H, W]. */
+  conv2d(weight: Tensor, options: Conv2dOptions = {}): Tensor {
+    return ops.conv2d(this, weight, options);
+  }
+
+  /** `ops.maxPool2d(this, options)`. */
+  maxPool2d(options: Pool2dOptions): Tensor {
+    return ops.maxPool2d(this, options);
+  }
+
+  /** `ops.avgPool2d(this, options)`. */
+  avgPool2d(options: AvgPool2dOptions): Tensor {
+    return ops.avgPool2d(this, options);
+  }
+
+  /** `ops.layerNorm(this, normalizedShape, options)`. */
+  layerNorm(normalizedShape: number | readonly number[], options: LayerNormOptions = {}): Tensor {
+    return ops.layerNorm(this, normalizedShape, options);
+  }
+
+  /** `ops.batchNorm(this, runningMean, runningVar, options)`. */
+  batchNorm(runningMean: Tensor | null, runningVar: Tensor | null, options: BatchNormOptions = {}): Tensor {
+    return ops.batchNorm(this, runningMean, runningVar, options);
+  }
+
+  /** `ops.attention(this, k, v, options)`: this is the query. */
+  attention(k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
+    return ops.attention(this, k, v, options);
+  }
+
+  /** `ops.embedding(this, weight, options)`: this holds the integer indices. */
+  embedding(weight: Tensor, options: EmbeddingOptions = {}): Tensor {
+    return ops.embedding(this, weight, options);
+  }
+
+  /** `ops.lstm(this, weights, options)`. */
+  lstm(weights: RnnWeights, options: LstmOptions = {}): LstmResult {
+    return ops.lstm(this, weights, options);
+  }
+
+  /** `ops.gru(this, weights, options)`. */
+  gru(weights: RnnWeights, options: GruOptions = {}): GruResult {
+    return ops.gru(this, weights, options);
+  }
+
+  /** `ops.nllLoss(this, targets)`: this holds log-probabilities. */
+  nllLoss(targets: Tensor): Tensor {
+    return ops.nllLoss(this, targets);
+  }
+
+  /** `ops.crossEntropy(this, targets)`: this holds logits. */
+  crossEntropy(targets: Tensor): Tensor {
+    return ops.crossEntropy(this, targets);
+  }
+
+  /** `ops.ctcLoss(this, targets, inputLengths, targetLengths, options)`: this holds log-probabilities. */
+  ctcLoss(
+    targets: Tensor,
+    inputLengths: Tensor | readonly number[],
+    targetLengths: Tensor | readonly number[],
+    options: CtcLossOptions = {},
+  ): Tensor {
+    return ops.ctcLoss(this, targets, inputLengths, targetLengths, options);
   }
 
   // --- internals ---
