@@ -126,7 +126,8 @@ function render(tree: Tree, rank: number, indent: number, format: (v: ElementVal
   if (rank === 0) return format(tree as ElementValue);
   const items = tree as (Tree | null)[];
   if (rank === 1) {
-    const cells = items.map((v) => v === null ? "…" : format(v as ElementValue));
+    // PyTorch's " ..." cell: the gap reads as a column of its own.
+    const cells = items.map((v) => v === null ? " …" : format(v as ElementValue));
     const width = Math.max(...cells.map((c) => c.length)) + 2;
     const perLine = Math.max(1, Math.floor((LINE_WIDTH - indent) / width));
     const lines: string[] = [];
