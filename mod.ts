@@ -19,7 +19,31 @@
  * @module
  */
 export { Tensor } from "./src/tensor.ts";
-export type { CreateOptions, TensorOptions, TensorValues } from "./src/tensor.ts";
+export type {
+  CreateOptions,
+  Float16ArrayLike,
+  NestedArray,
+  TensorOptions,
+  TensorValues,
+} from "./src/tensor.ts";
+export type { ElementValue } from "./src/element.ts";
+export type { Storage } from "./src/storage.ts";
+export type {
+  AttentionOptions,
+  AvgPool2dOptions,
+  BatchNormOptions,
+  Conv2dOptions,
+  CtcLossOptions,
+  EmbeddingOptions,
+  GruOptions,
+  GruResult,
+  LayerNormOptions,
+  LstmOptions,
+  LstmResult,
+  Pool2dOptions,
+  ReduceOptions,
+  RnnWeights,
+} from "./src/ops/mod.ts";
 export type { TensorJson } from "./src/format.ts";
 export { assertClose } from "./src/testing.ts";
 export type { CloseOptions, CloseValues } from "./src/testing.ts";
@@ -30,15 +54,34 @@ export type { LayoutApi } from "./src/layout.ts";
 export * as ops from "./src/ops/mod.ts";
 export { ActivationScope, tidy } from "./src/scope.ts";
 export { GradMode, setDefaultKernels, TensorCompute } from "./src/context.ts";
-export type { GradModeApi, TensorComputeApi } from "./src/context.ts";
+export type { ComputeSnapshot, GradModeApi, TensorComputeApi } from "./src/context.ts";
 export { Arena, BufferPool } from "./src/memory.ts";
-export type { PoolStats } from "./src/memory.ts";
+export type { ArenaOptions, ArenaStats, PoolStats } from "./src/memory.ts";
 export { type KernelInfo, kernelInfo } from "./src/kernel_info.ts";
 export type { IsaName } from "./src/native/library.ts";
 export { nativeKernels, referenceKernels } from "./src/kernels/sets.ts";
-export type { ArithmeticMode, ComputeSettings, KernelOperand, KernelSet } from "./src/kernels/types.ts";
+export type {
+  ArithmeticMode,
+  BlockKernels,
+  ComputeSettings,
+  KernelOperand,
+  KernelSet,
+  MovementKernels,
+  Pool2dParams,
+  SpanOperand,
+  TensorKernels,
+} from "./src/kernels/types.ts";
+export type { BinaryOp, ReduceOp, SoftmaxOp, UnaryOp } from "./src/kernels/types.ts";
+export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/quantize.ts";
-export type { BackwardRecord, OpKind, SavedTensor } from "./src/autograd/record.ts";
+export type {
+  AutogradNode,
+  BackwardRecord,
+  LeafNode,
+  OpKind,
+  RecordInput,
+  SavedTensor,
+} from "./src/autograd/record.ts";
 export {
   BufferOverrunError,
   DTypeError,

@@ -203,25 +203,45 @@ export function dtypeInfo(dtype: number, op = "dtype"): DTypeInfo {
 
 /** The shape of `DType`: the codes and the functions that describe them. */
 export interface DTypeApi {
+  /** 32-bit float (ONNX FLOAT). */
   readonly F32: 1;
+  /** Unsigned 8-bit integer. */
   readonly U8: 2;
+  /** Signed 8-bit integer. */
   readonly I8: 3;
+  /** Unsigned 16-bit integer. */
   readonly U16: 4;
+  /** Signed 16-bit integer. */
   readonly I16: 5;
+  /** Signed 32-bit integer. */
   readonly I32: 6;
+  /** Signed 64-bit integer (elements read as `bigint`). */
   readonly I64: 7;
+  /** Boolean, one byte per element. */
   readonly Bool: 9;
+  /** IEEE half precision. */
   readonly F16: 10;
+  /** 64-bit float (ONNX DOUBLE). */
   readonly F64: 11;
+  /** Unsigned 32-bit integer. */
   readonly U32: 12;
+  /** Unsigned 64-bit integer (elements read as `bigint`). */
   readonly U64: 13;
+  /** bfloat16: float32 with a 7-bit mantissa. */
   readonly BF16: 16;
+  /** GGML Q4_0 blocks of 32 elements. */
   readonly Q4_0: 0x102;
+  /** GGML Q8_0 blocks of 32 elements. */
   readonly Q8_0: 0x108;
+  /** The dtype of an ONNX code; throws `DTypeError` naming the ONNX type when unsupported. */
   fromOnnx(code: number): DType;
+  /** The ONNX name of a code. */
   onnxName(code: number): string;
+  /** Bytes per element. */
   byteSize(dtype: DType): number;
+  /** Whether `dtype` is floating point. */
   isFloat(dtype: DType): boolean;
+  /** zigtensor's name of a dtype. */
   name(dtype: DType): string;
 }
 

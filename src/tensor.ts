@@ -67,9 +67,13 @@ export interface TensorOptions extends CreateOptions {
 
 /** Values `Tensor.from` copies: a typed array, or a flat or nested array of numbers, bigints or booleans. */
 export type TensorValues = TypedArray | Float16ArrayLike | NestedArray;
-type NestedArray = readonly (number | bigint | boolean | NestedArray)[];
-interface Float16ArrayLike extends ArrayLike<number> {
+/** Numbers, bigints or booleans nested to any depth, the same depth everywhere. */
+export type NestedArray = readonly (number | bigint | boolean | NestedArray)[];
+/** A `Float16Array`, where the runtime has one. */
+export interface Float16ArrayLike extends ArrayLike<number> {
+  /** Bytes per element. */
   readonly BYTES_PER_ELEMENT: 2;
+  /** What tells it apart from the other typed arrays. */
   readonly [Symbol.toStringTag]: "Float16Array";
 }
 

@@ -19,10 +19,11 @@ import { contiguous, copyElements } from "./copy.ts";
 
 /** Pooling options: a number or [h, w] for each. */
 export interface Pool2dOptions {
+  /** The window's extents. */
   readonly kernel: number | readonly [number, number];
-  /** @default kernel */
+  /** The step between windows. @default kernel */
   readonly stride?: number | readonly [number, number];
-  /** @default 0 */
+  /** −∞ added on both sides of each spatial axis; smaller than the kernel. @default 0 */
   readonly padding?: number | readonly [number, number];
 }
 

@@ -30,7 +30,9 @@ export interface RnnWeights {
 
 /** Initial states of `lstm`, each [1, N, H] (zeros when absent). */
 export interface LstmOptions {
+  /** The initial hidden state, [1, N, H]. */
   readonly h0?: Tensor;
+  /** The initial cell state, [1, N, H]. */
   readonly c0?: Tensor;
 }
 
@@ -46,6 +48,7 @@ export interface LstmResult {
 
 /** Initial state of `gru`, [1, N, H] (zeros when absent). */
 export interface GruOptions {
+  /** The initial hidden state, [1, N, H]. */
   readonly h0?: Tensor;
 }
 
