@@ -174,6 +174,7 @@ export class Tensor {
     let shape: readonly number[] | undefined;
     if (Array.isArray(shapeOrOptions)) shape = shapeOrOptions;
     else if (shapeOrOptions !== undefined) options = shapeOrOptions as TensorOptions;
+    checkOptions("from", options);
     const targetShape = shape ?? inferredShape;
     const target = options.dtype === undefined ? inferredDType : toDType(options.dtype, "from");
     const count = checkShape("from", targetShape);
@@ -273,6 +274,7 @@ export class Tensor {
    * ```
    */
   static scalar(value: ElementValue | boolean, options: TensorOptions = {}): Tensor {
+    checkOptions("scalar", options);
     const inferred: DType = typeof value === "bigint" ? 7 : typeof value === "boolean" ? 9 : 1;
     return Tensor.full([], value, { ...options, dtype: options.dtype ?? inferred });
   }
@@ -1088,8 +1090,22 @@ class TensorOperand implements KernelOperand {
   }
 }
 
+/**
+ * Options that are not an object (a dtype passed where the options go, as before dtypes moved into them) throw
+ * rather than being read as "no options".
+ */
+function checkOptions(op: string, options: TensorOptions): void {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(
+      `${op}: expected an options object such as { dtype: DType.I32 }, got ${String(options)}; ` +
+        "a dtype is never a positional argument",
+    );
+  }
+}
+
 /** The dtype of a creator's options: F32 unless given. */
 function optionDType(options: TensorOptions, op: string): DType {
+  checkOptions(op, options);
   return options.dtype === undefined ? 1 : toDType(options.dtype, op);
 }
 

@@ -92,6 +92,12 @@ test("every creator takes its dtype as { dtype }: a DType value or a PyTorch/Num
     return e instanceof DTypeError && /"float8" is not a dtype name; use one of .*"float32"/.test(e.message);
   });
   assert.throws(() => Tensor.zeros([2], { dtype: 99 as never }), DTypeError);
+  // The old positional form is refused, not read as "no options" (which would be F32).
+  const positional = /options object such as \{ dtype: DType\.I32 \}, got 6; a dtype is never a positional/;
+  assert.throws(() => Tensor.zeros([2], DType.I32 as never), positional);
+  assert.throws(() => Tensor.full([2], 1, DType.I32 as never), positional);
+  assert.throws(() => Tensor.from([1, 2], [2], DType.I32 as never), positional);
+  assert.throws(() => Tensor.scalar(1, DType.I32 as never), positional);
   assert.throws(() => Tensor.from([1]).cast("complex64" as never), DTypeError);
 });
 
