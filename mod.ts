@@ -19,23 +19,69 @@
  * @module
  */
 export { Tensor } from "./src/tensor.ts";
-export type { CreateOptions, TensorValues } from "./src/tensor.ts";
+export type {
+  CreateOptions,
+  Float16ArrayLike,
+  NestedArray,
+  TensorOptions,
+  TensorValues,
+} from "./src/tensor.ts";
+export type { ElementValue } from "./src/core/element.ts";
+export type { Storage } from "./src/memory/storage.ts";
+export type {
+  AttentionOptions,
+  AvgPool2dOptions,
+  BatchNormOptions,
+  Conv2dOptions,
+  CtcLossOptions,
+  EmbeddingOptions,
+  GruOptions,
+  GruResult,
+  LayerNormOptions,
+  LstmOptions,
+  LstmResult,
+  Pool2dOptions,
+  ReduceOptions,
+  RnnWeights,
+} from "./src/ops/mod.ts";
+export type { TensorJson } from "./src/format.ts";
+export { assertClose } from "./src/testing.ts";
+export type { CloseOptions, CloseValues } from "./src/testing.ts";
 export { DType } from "./src/core/dtype.ts";
-export type { DTypeApi, TypedArray } from "./src/core/dtype.ts";
+export type { DTypeApi, DTypeLike, DTypeName, TypedArray } from "./src/core/dtype.ts";
 export { Layout } from "./src/core/layout.ts";
 export type { LayoutApi } from "./src/core/layout.ts";
 export * as ops from "./src/ops/mod.ts";
 export { ActivationScope, tidy } from "./src/memory/scope.ts";
 export { GradMode, setDefaultKernels, TensorCompute } from "./src/context.ts";
-export type { GradModeApi, TensorComputeApi } from "./src/context.ts";
+export type { ComputeSnapshot, GradModeApi, TensorComputeApi } from "./src/context.ts";
 export { Arena, BufferPool } from "./src/memory/pool.ts";
-export type { PoolStats } from "./src/memory/pool.ts";
+export type { ArenaOptions, ArenaStats, PoolStats } from "./src/memory/pool.ts";
 export { type KernelInfo, kernelInfo } from "./src/native/kernel_info.ts";
 export type { IsaName } from "./src/native/library.ts";
 export { nativeKernels, referenceKernels } from "./src/kernels/sets.ts";
-export type { ArithmeticMode, ComputeSettings, KernelOperand, KernelSet } from "./src/kernels/types.ts";
+export type {
+  ArithmeticMode,
+  BlockKernels,
+  ComputeSettings,
+  KernelOperand,
+  KernelSet,
+  MovementKernels,
+  Pool2dParams,
+  SpanOperand,
+  TensorKernels,
+} from "./src/kernels/types.ts";
+export type { BinaryOp, ReduceOp, SoftmaxOp, UnaryOp } from "./src/kernels/types.ts";
+export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
-export type { BackwardRecord, OpKind, SavedTensor } from "./src/autograd/record.ts";
+export type {
+  AutogradNode,
+  BackwardRecord,
+  LeafNode,
+  OpKind,
+  RecordInput,
+  SavedTensor,
+} from "./src/autograd/record.ts";
 export {
   BufferOverrunError,
   DTypeError,

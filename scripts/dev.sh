@@ -8,7 +8,7 @@
 #   bash scripts/dev.sh test      build, then the Zig tests, the Deno suite and the Bun suite against both libraries
 #   bash scripts/dev.sh example   build, then train the example model end to end (examples/train_mlp.ts)
 #   bash scripts/dev.sh bench     build, then run the deno bench files in bench/
-#   bash scripts/dev.sh check     formatting (deno, zig), lint, type checks for both runtimes, cross builds, publish dry run
+#   bash scripts/dev.sh check     formatting (deno, zig), lint, doc lint, type checks for both runtimes, cross builds, publish dry run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -117,6 +117,7 @@ check() {
   run_suite "zig fmt --check" "$ZIG" fmt --check zig build.zig
   run_suite "zig build cross (aarch64-linux, x86_64-macos, aarch64-macos)" "$ZIG" build cross
   run_suite "deno lint" "$BIN/deno" lint
+  run_suite "deno doc --lint (JSDoc on every export, no private types in the public API)" "$BIN/deno" doc --lint mod.ts
   run_suite "deno check" "$BIN/deno" check mod.ts src/ tests/ bench/ examples/
   run_suite "tsc (Bun types)" "$BIN/tsc" -p tsconfig.bun.json
   run_suite "deno publish --dry-run" "$BIN/deno" publish --dry-run --allow-dirty

@@ -73,8 +73,11 @@ export function computeSettings(): ComputeSettings {
 
 /** The shape of `TensorCompute`. */
 export interface TensorComputeApi {
+  /** The process-wide arithmetic mode, `"fast"` or `"exact"`. */
   mode: ArithmeticMode;
+  /** The process-wide number of kernel threads. */
   threads: number;
+  /** Runs `fn` with its own settings, which follow `await` inside it; returns what `fn` returns. */
   run<T>(settings: { mode?: ArithmeticMode; threads?: number; kernels?: KernelSet }, fn: () => T): T;
 }
 
@@ -125,8 +128,11 @@ export const TensorCompute: TensorComputeApi = {
 
 /** The compute settings and kernel set in force, to run later work (a backward rule) under them. */
 export interface ComputeSnapshot {
+  /** The arithmetic mode. */
   readonly mode: ArithmeticMode;
+  /** The thread count. */
   readonly threads: number;
+  /** The kernel set. */
   readonly kernels: KernelSet;
 }
 
@@ -152,8 +158,11 @@ export function gradEnabled(): boolean {
 
 /** The shape of `GradMode`. */
 export interface GradModeApi {
+  /** Whether ops record for autograd here. */
   readonly isEnabled: boolean;
+  /** Runs `fn` without recording; returns what `fn` returns. */
   noGrad<T>(fn: () => T): T;
+  /** Stops recording until the returned handle is disposed (`using _ = GradMode.disable()`). */
   disable(): Disposable;
 }
 

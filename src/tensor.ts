@@ -5,7 +5,14 @@
  *
  * @module
  */
-import { type DType, type DTypeInfo, dtypeInfo, type TypedArray } from "./core/dtype.ts";
+import {
+  type DType,
+  type DTypeInfo,
+  dtypeInfo,
+  type DTypeLike,
+  toDType,
+  type TypedArray,
+} from "./core/dtype.ts";
 import { decodeElement, type ElementValue, encodeElement } from "./core/element.ts";
 import { DTypeError, TensorShapeError } from "./core/errors.ts";
 import { detectLayout, Layout } from "./core/layout.ts";
@@ -25,7 +32,28 @@ import type { BackwardRecord, LeafNode } from "./autograd/record.ts";
 import { leafNode } from "./autograd/record.ts";
 import { backward } from "./autograd/engine.ts";
 import * as ops from "./ops/mod.ts";
+import type {
+  AttentionOptions,
+  AvgPool2dOptions,
+  BatchNormOptions,
+  Conv2dOptions,
+  CtcLossOptions,
+  EmbeddingOptions,
+  GruOptions,
+  GruResult,
+  LayerNormOptions,
+  LstmOptions,
+  LstmResult,
+  Pool2dOptions,
+  ReduceOptions,
+  RnnWeights,
+} from "./ops/mod.ts";
 import { randomFill } from "./core/random.ts";
+import { formatTensor, type TensorJson, tensorJson } from "./format.ts";
+
+/** The inspection hooks of Deno and of Node (which Bun follows). */
+const denoInspect: unique symbol = Symbol.for("Deno.customInspect");
+const nodeInspect: unique symbol = Symbol.for("nodejs.util.inspect.custom");
 
 /** Options every creator takes. */
 export interface CreateOptions {
@@ -33,11 +61,26 @@ export interface CreateOptions {
   readonly arena?: Arena;
 }
 
+/** Options of the creators that take an element type. */
+export interface TensorOptions extends CreateOptions {
+  /**
+   * The element type: a `DType` value (`DType.I32`) or a name (`"int32"`, `"float16"`, `"I64"`, ...). Never a
+   * positional argument, so a number meant as a value is never read as a dtype.
+   *
+   * @default DType.F32 (for `from`: the dtype the values imply)
+   */
+  readonly dtype?: DTypeLike;
+}
+
 /** Values `Tensor.from` copies: a typed array, or a flat or nested array of numbers, bigints or booleans. */
 export type TensorValues = TypedArray | Float16ArrayLike | NestedArray;
-type NestedArray = readonly (number | bigint | boolean | NestedArray)[];
-interface Float16ArrayLike extends ArrayLike<number> {
+/** Numbers, bigints or booleans nested to any depth, the same depth everywhere. */
+export type NestedArray = readonly (number | bigint | boolean | NestedArray)[];
+/** A `Float16Array`, where the runtime has one. */
+export interface Float16ArrayLike extends ArrayLike<number> {
+  /** Bytes per element. */
   readonly BYTES_PER_ELEMENT: 2;
+  /** What tells it apart from the other typed arrays. */
   readonly [Symbol.toStringTag]: "Float16Array";
 }
 
@@ -109,9 +152,11 @@ export class Tensor {
   // --- creating ---
 
   /**
-   * Copies `values` into a new tensor. The dtype follows the typed array (`Float32Array` → F32,
-   * `BigInt64Array` → I64, ...) or is given; plain numbers default to F32, bigints to I64, booleans to Bool.
-   * Nested arrays give their own shape; a `Uint16Array` given for F16 or BF16 is taken as raw bits.
+   * Copies `values` into a new tensor (PyTorch's `torch.tensor(data, dtype=...)`). The dtype follows the typed
+   * array (`Float32Array` → F32, `BigInt64Array` → I64, ...) or is given as `{ dtype }`; plain numbers default
+   * to F32, bigints to I64, booleans to Bool. Nested arrays give their own shape, or `shape` reshapes flat
+   * values; the options may come second when there is no shape. A `Uint16Array` given for F16 or BF16 is
+   * taken as raw bits.
    *
    * @example
    * ```ts
@@ -119,19 +164,26 @@ export class Tensor {
    * import { DType, Tensor } from "@zigtensor/zigtensor";
    * using a = Tensor.from([[1, 2], [3, 4]]);
    * using b = Tensor.from(new BigInt64Array([5n, 6n]));
-   * using c = Tensor.from([1.5, -2.7], [2], DType.I32);
-   * assert.ok(a.shape.join() === "2,2" && b.dtype === DType.I64 && c.get(1) === -2);
+   * using c = Tensor.from([1.5, -2.7], [2], { dtype: DType.I32 });
+   * using d = Tensor.from([[1, 2]], { dtype: "int64" });
+   * assert.ok(a.shape.join() === "2,2" && b.dtype === DType.I64 && c.get(1) === -2 && d.get(0, 1) === 2n);
    * ```
    */
+  static from(values: TensorValues, shape?: readonly number[], options?: TensorOptions): Tensor;
+  /** Copies `values` (their own shape) with `options`. */
+  static from(values: TensorValues, options: TensorOptions): Tensor;
   static from(
     values: TensorValues,
-    shape?: readonly number[],
-    dtype?: DType,
-    options: CreateOptions = {},
+    shapeOrOptions?: readonly number[] | TensorOptions,
+    options: TensorOptions = {},
   ): Tensor {
     const { flat, inferredShape, inferredDType } = flatten(values);
+    let shape: readonly number[] | undefined;
+    if (Array.isArray(shapeOrOptions)) shape = shapeOrOptions;
+    else if (shapeOrOptions !== undefined) options = shapeOrOptions as TensorOptions;
+    checkOptions("from", options);
     const targetShape = shape ?? inferredShape;
-    const target = dtype ?? inferredDType;
+    const target = options.dtype === undefined ? inferredDType : toDType(options.dtype, "from");
     const count = checkShape("from", targetShape);
     if (count !== flat.length) {
       throw new TensorShapeError(
@@ -140,7 +192,7 @@ export class Tensor {
         [targetShape],
       );
     }
-    const tensor = Tensor.empty(targetShape, target, options);
+    const tensor = Tensor.empty(targetShape, { ...options, dtype: target });
     const info = dtypeInfo(target, "from");
     const out = tensor.#writable("from");
     if (isTypedArray(flat) && sameRepresentation(flat, info)) {
@@ -158,12 +210,12 @@ export class Tensor {
    * ```ts
    * import assert from "node:assert/strict";
    * import { DType, Tensor } from "@zigtensor/zigtensor";
-   * using t = Tensor.empty([2, 3], DType.I32);
+   * using t = Tensor.empty([2, 3], { dtype: DType.I32 });
    * assert.ok(t.size === 6 && t.dtype === DType.I32);
    * ```
    */
-  static empty(shape: readonly number[], dtype: DType = 1, options: CreateOptions = {}): Tensor {
-    return allocate("empty", shape, dtype, false, options);
+  static empty(shape: readonly number[], options: TensorOptions = {}): Tensor {
+    return allocate("empty", shape, optionDType(options, "empty"), false, options);
   }
 
   /**
@@ -172,13 +224,14 @@ export class Tensor {
    * @example
    * ```ts
    * import assert from "node:assert/strict";
-   * import { Tensor } from "@zigtensor/zigtensor";
+   * import { DType, Tensor } from "@zigtensor/zigtensor";
    * using z = Tensor.zeros([2, 2]);
-   * assert.ok(z.toArray().every((v) => v === 0));
+   * using i = Tensor.zeros([3], { dtype: "int32" });
+   * assert.ok(z.toArray().every((v) => v === 0) && i.dtype === DType.I32);
    * ```
    */
-  static zeros(shape: readonly number[], dtype: DType = 1, options: CreateOptions = {}): Tensor {
-    return allocate("zeros", shape, dtype, true, options);
+  static zeros(shape: readonly number[], options: TensorOptions = {}): Tensor {
+    return allocate("zeros", shape, optionDType(options, "zeros"), true, options);
   }
 
   /**
@@ -188,12 +241,12 @@ export class Tensor {
    * ```ts
    * import assert from "node:assert/strict";
    * import { DType, Tensor } from "@zigtensor/zigtensor";
-   * using o = Tensor.ones([3], DType.F16);
+   * using o = Tensor.ones([3], { dtype: DType.F16 });
    * assert.ok(o.get(2) === 1);
    * ```
    */
-  static ones(shape: readonly number[], dtype: DType = 1, options: CreateOptions = {}): Tensor {
-    return Tensor.full(shape, 1, dtype, options);
+  static ones(shape: readonly number[], options: TensorOptions = {}): Tensor {
+    return Tensor.full(shape, 1, options);
   }
 
   /**
@@ -203,25 +256,21 @@ export class Tensor {
    * ```ts
    * import assert from "node:assert/strict";
    * import { DType, Tensor } from "@zigtensor/zigtensor";
-   * using t = Tensor.full([2], 7n, DType.I64);
+   * using t = Tensor.full([2], 7n, { dtype: DType.I64 });
    * assert.ok(t.get(1) === 7n);
    * ```
    */
-  static full(
-    shape: readonly number[],
-    value: ElementValue | boolean,
-    dtype: DType = 1,
-    options: CreateOptions = {},
-  ): Tensor {
-    const tensor = Tensor.empty(shape, dtype, options);
+  static full(shape: readonly number[], value: ElementValue | boolean, options: TensorOptions = {}): Tensor {
+    const dtype = optionDType(options, "full");
+    const tensor = allocate("full", shape, dtype, false, options);
     const info = dtypeInfo(dtype, "full");
     tensor.#writable("full").fill(encodeElement(info, value, "full") as never);
     return tensor;
   }
 
   /**
-   * A rank-0 tensor holding `value`: F32 for a number unless `dtype` says otherwise, I64 for a bigint, Bool for
-   * a boolean.
+   * A rank-0 tensor holding `value`: F32 for a number unless `{ dtype }` says otherwise, I64 for a bigint, Bool
+   * for a boolean.
    *
    * @example
    * ```ts
@@ -231,27 +280,57 @@ export class Tensor {
    * assert.ok(s.rank === 0 && s.item() === 2.5);
    * ```
    */
-  static scalar(value: ElementValue | boolean, dtype?: DType, options: CreateOptions = {}): Tensor {
+  static scalar(value: ElementValue | boolean, options: TensorOptions = {}): Tensor {
+    checkOptions("scalar", options);
     const inferred: DType = typeof value === "bigint" ? 7 : typeof value === "boolean" ? 9 : 1;
-    return Tensor.full([], value, dtype ?? inferred, options);
+    return Tensor.full([], value, { ...options, dtype: options.dtype ?? inferred });
   }
 
   /**
-   * 0, 1, …, n − 1.
+   * `start`, `start + step`, … up to but excluding `end`, as PyTorch's `torch.arange`: `arange(end)` starts at 0,
+   * `arange(start, end, step = 1)`; the options come last (or after the last number given). The values are
+   * `start + i·step` in f64, converted to the dtype (F32 by default: zigtensor computes in F32, and integer
+   * tensors are for indices, so ask for `{ dtype: "int64" }` where PyTorch would infer it).
    *
    * @example
    * ```ts
    * import assert from "node:assert/strict";
    * import { DType, Tensor } from "@zigtensor/zigtensor";
-   * using r = Tensor.arange(4, DType.I32);
-   * assert.ok(r.toArray().join() === "0,1,2,3");
+   * using r = Tensor.arange(4, { dtype: DType.I32 });
+   * using s = Tensor.arange(2, 10);
+   * using t = Tensor.arange(1, 0, -0.25);
+   * assert.ok(r.toArray().join() === "0,1,2,3" && s.toArray().join() === "2,3,4,5,6,7,8,9");
+   * assert.ok(t.toArray().join() === "1,0.75,0.5,0.25" && t.dtype === DType.F32);
    * ```
    */
-  static arange(n: number, dtype: DType = 1, options: CreateOptions = {}): Tensor {
-    const tensor = Tensor.empty([n], dtype, options);
+  static arange(end: number, options?: TensorOptions): Tensor;
+  /** `start`, `start + 1`, … below `end`. */
+  static arange(start: number, end: number, options?: TensorOptions): Tensor;
+  /** `start`, `start + step`, … up to but excluding `end`. */
+  static arange(start: number, end: number, step: number, options?: TensorOptions): Tensor;
+  static arange(
+    start: number,
+    end?: number | TensorOptions,
+    step?: number | TensorOptions,
+    options?: TensorOptions,
+  ): Tensor {
+    // arange(end, options?), arange(start, end, options?) or arange(start, end, step, options?).
+    const [from, to, by, given]: [number, number, number, TensorOptions | undefined] = typeof end !== "number"
+      ? [0, start, 1, end]
+      : typeof step !== "number"
+      ? [start, end, 1, step]
+      : [start, end, step, options];
+    if (
+      (typeof end !== "number" && step !== undefined) || (typeof step !== "number" && options !== undefined)
+    ) {
+      throw new TypeError("arange: the options object must be the last argument");
+    }
+    const count = arangeCount(from, to, by);
+    const dtype = optionDType(given ?? {}, "arange");
+    const tensor = allocate("arange", [count], dtype, false, given ?? {});
     const info = dtypeInfo(dtype, "arange");
     const out = tensor.#writable("arange");
-    for (let i = 0; i < n; i++) out[i] = encodeElement(info, i, "arange") as never;
+    for (let i = 0; i < count; i++) out[i] = encodeElement(info, from + i * by, "arange") as never;
     return tensor;
   }
 
@@ -268,7 +347,7 @@ export class Tensor {
    * ```
    */
   static rand(shape: readonly number[], options: CreateOptions & { seed?: number } = {}): Tensor {
-    const tensor = Tensor.empty(shape, 1, options);
+    const tensor = allocate("rand", shape, 1, false, options);
     randomFill(tensor.#writable("rand") as Float32Array, "uniform", options.seed);
     return tensor;
   }
@@ -286,7 +365,7 @@ export class Tensor {
    * ```
    */
   static randn(shape: readonly number[], options: CreateOptions & { seed?: number } = {}): Tensor {
-    const tensor = Tensor.empty(shape, 1, options);
+    const tensor = allocate("randn", shape, 1, false, options);
     randomFill(tensor.#writable("randn") as Float32Array, "normal", options.seed);
     return tensor;
   }
@@ -318,10 +397,45 @@ export class Tensor {
     return this.storage.isReleased;
   }
 
+  /**
+   * The dtype, shape and values, laid out as PyTorch's `repr` (summarised with `…` beyond 1000 elements);
+   * `console.log`, `Deno.inspect`, `Bun.inspect` and `node:util`'s `inspect` show the same.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Tensor } from "@zigtensor/zigtensor";
+   * using t = Tensor.from([[1, -2.5], [3, 4]]);
+   * assert.equal(String(t), "Tensor([[ 1.0000, -2.5000],\n        [ 3.0000,  4.0000]], dtype=F32, shape=[2, 2])");
+   * ```
+   */
   toString(): string {
-    return `Tensor(${dtypeInfo(this.dtype).name}, ${formatShape(this.shape)}${
-      this.blockSize ? `, NchwC(${this.blockSize})` : ""
-    })`;
+    return formatTensor(this);
+  }
+
+  /**
+   * `{ dtype, shape, data }` with the elements in row-major order, for `JSON.stringify` (see `TensorJson`).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Tensor } from "@zigtensor/zigtensor";
+   * using t = Tensor.from([[1, 2], [3, NaN]]);
+   * assert.equal(JSON.stringify(t), '{"dtype":"F32","shape":[2,2],"data":[1,2,3,"NaN"]}');
+   * ```
+   */
+  toJSON(): TensorJson {
+    return tensorJson(this);
+  }
+
+  /** What Deno's `console.log` and `Deno.inspect` show: `toString()`. */
+  [denoInspect](): string {
+    return formatTensor(this);
+  }
+
+  /** What Node's `util.inspect` and Bun's `console.log` show: `toString()`. */
+  [nodeInspect](): string {
+    return formatTensor(this);
   }
 
   // --- lifetime ---
@@ -404,17 +518,39 @@ export class Tensor {
     return packed.#span("toArray").slice();
   }
 
-  /** Nested plain arrays of the elements (numbers, or bigints for I64/U64). */
+  /** Nested plain arrays of the elements (numbers, or bigints for I64/U64; F16 and BF16 as their values). */
   toNested(): unknown {
-    const info = this.#scalarInfo("toNested");
-    const flat = this.toArray();
-    const decode = (i: number) => decodeElement(info, flat, i);
+    const values = this.elementValues("toNested");
     const build = (axis: number, base: number): unknown => {
-      if (axis === this.rank) return decode(base);
+      if (axis === this.rank) return values[base];
       const stride = this.shape.slice(axis + 1).reduce((a, b) => a * b, 1);
       return Array.from({ length: this.shape[axis] }, (_, i) => build(axis + 1, base + i * stride));
     };
     return build(0, 0);
+  }
+
+  /**
+   * Internal: the elements in row-major order as JS values (numbers, bigints for I64/U64), read through the
+   * strides without a copy; `limit` stops after that many.
+   */
+  elementValues(op: string, limit: number = this.size): ElementValue[] {
+    const info = this.#scalarInfo(op);
+    const data = this.#view(op);
+    const out: ElementValue[] = [];
+    const count = Math.min(limit, this.size);
+    const index = new Array<number>(this.rank).fill(0);
+    let at = this.offset;
+    for (let n = 0; n < count; n++) {
+      out.push(decodeElement(info, data, at));
+      for (let d = this.rank - 1; d >= 0; d--) {
+        index[d]++;
+        at += this.strides[d];
+        if (index[d] < this.shape[d]) break;
+        at -= index[d] * this.strides[d];
+        index[d] = 0;
+      }
+    }
+    return out;
   }
 
   /** Internal: this tensor as a kernel operand, strides and offset overridable; throws StaleTensorError(op) when released. */
@@ -443,16 +579,34 @@ export class Tensor {
     return ops.transpose(this, a, b);
   }
 
-  /** The transpose of a rank-2 tensor. */
+  /**
+   * The axes reversed, as NumPy's and PyTorch's `.T`: the transpose of a matrix, a view of a vector or a
+   * scalar as it is; for a batch of matrices use `mT`.
+   */
   get T(): Tensor {
-    if (this.rank !== 2) {
+    return ops.permute(this, Array.from({ length: this.rank }, (_, i) => this.rank - 1 - i));
+  }
+
+  /**
+   * The last two axes swapped (PyTorch's `.mT`): the transpose of each matrix in a batch.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Tensor } from "@zigtensor/zigtensor";
+   * using x = Tensor.zeros([4, 2, 3]);
+   * assert.ok(x.mT.shape.join() === "4,3,2" && x.T.shape.join() === "3,2,4");
+   * ```
+   */
+  get mT(): Tensor {
+    if (this.rank < 2) {
       throw new TensorShapeError(
-        "T",
-        `T needs a rank-2 tensor, got shape ${formatShape(this.shape)}; use permute`,
+        "mT",
+        `mT needs a tensor of rank 2 or more (a batch of matrices), got shape ${formatShape(this.shape)}`,
         [this.shape],
       );
     }
-    return ops.transpose(this, 0, 1);
+    return ops.transpose(this, -2, -1);
   }
 
   /** Elements `start`, `start + step`, … below `end` along `axis` (negative start/end count from the end). */
@@ -519,8 +673,8 @@ export class Tensor {
     return ops.clone(this);
   }
 
-  /** A copy converted to `dtype` by the cast rules. */
-  cast(dtype: DType): Tensor {
+  /** A copy converted to `dtype` (a `DType` or a name such as `"float16"`) by the cast rules. */
+  cast(dtype: DTypeLike): Tensor {
     return ops.cast(this, dtype);
   }
 
@@ -605,24 +759,94 @@ export class Tensor {
     return ops.relu(this);
   }
 
-  /** The matrix product (batched, broadcasting batch axes). */
+  /** thisᵒᵗʰᵉʳ element-wise, broadcasting. */
+  pow(other: Tensor | number): Tensor {
+    return ops.pow(this, other);
+  }
+
+  /** The larger of this and `other` element-wise, broadcasting. */
+  maximum(other: Tensor | number): Tensor {
+    return ops.maximum(this, other);
+  }
+
+  /** The smaller of this and `other` element-wise, broadcasting. */
+  minimum(other: Tensor | number): Tensor {
+    return ops.minimum(this, other);
+  }
+
+  /** this = other element-wise, as a Bool tensor. */
+  eq(other: Tensor | number): Tensor {
+    return ops.eq(this, other);
+  }
+
+  /** this ≠ other element-wise, as a Bool tensor. */
+  ne(other: Tensor | number): Tensor {
+    return ops.ne(this, other);
+  }
+
+  /** this < other element-wise, as a Bool tensor. */
+  lt(other: Tensor | number): Tensor {
+    return ops.lt(this, other);
+  }
+
+  /** this ≤ other element-wise, as a Bool tensor. */
+  le(other: Tensor | number): Tensor {
+    return ops.le(this, other);
+  }
+
+  /** this > other element-wise, as a Bool tensor. */
+  gt(other: Tensor | number): Tensor {
+    return ops.gt(this, other);
+  }
+
+  /** this ≥ other element-wise, as a Bool tensor. */
+  ge(other: Tensor | number): Tensor {
+    return ops.ge(this, other);
+  }
+
+  /** |x|. */
+  abs(): Tensor {
+    return ops.abs(this);
+  }
+
+  /** The error function. */
+  erf(): Tensor {
+    return ops.erf(this);
+  }
+
+  /** The matrix product (batched, broadcasting batch axes; two vectors give their dot product). */
   matmul(other: Tensor): Tensor {
     return ops.matmul(this, other);
   }
 
+  /** this @ weightᵀ + bias, with `weight` of shape [out, in] (`ops.linear`). */
+  linear(weight: Tensor, bias?: Tensor): Tensor {
+    return ops.linear(this, weight, bias);
+  }
+
   /** The sum over `axis` (a number or an array; all axes by default). */
-  sum(axis?: number | readonly number[], options: { keepDims?: boolean } = {}): Tensor {
+  sum(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
     return ops.sum(this, axis, options);
   }
 
   /** The mean over `axis` (all axes by default). */
-  mean(axis?: number | readonly number[], options: { keepDims?: boolean } = {}): Tensor {
+  mean(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
     return ops.mean(this, axis, options);
   }
 
   /** The maximum over `axis` (all axes by default). */
-  max(axis?: number | readonly number[], options: { keepDims?: boolean } = {}): Tensor {
+  max(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
     return ops.max(this, axis, options);
+  }
+
+  /** The minimum over `axis` (all axes by default). */
+  min(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+    return ops.min(this, axis, options);
+  }
+
+  /** The I64 index of the first maximum along `axis`. */
+  argmax(axis: number, options: ReduceOptions = {}): Tensor {
+    return ops.argmax(this, axis, options);
   }
 
   /** Softmax over `axis` (the last by default). */
@@ -663,6 +887,73 @@ export class Tensor {
   /** √x. */
   sqrt(): Tensor {
     return ops.sqrt(this);
+  }
+
+  // --- layers and losses (each also a function in `ops`, where they are documented) ---
+
+  /** `ops.conv2d(this, weight, options)`: this is [N, C, H, W] or [C, H, W]. */
+  conv2d(weight: Tensor, options: Conv2dOptions = {}): Tensor {
+    return ops.conv2d(this, weight, options);
+  }
+
+  /** `ops.maxPool2d(this, options)`. */
+  maxPool2d(options: Pool2dOptions): Tensor {
+    return ops.maxPool2d(this, options);
+  }
+
+  /** `ops.avgPool2d(this, options)`. */
+  avgPool2d(options: AvgPool2dOptions): Tensor {
+    return ops.avgPool2d(this, options);
+  }
+
+  /** `ops.layerNorm(this, normalizedShape, options)`. */
+  layerNorm(normalizedShape: number | readonly number[], options: LayerNormOptions = {}): Tensor {
+    return ops.layerNorm(this, normalizedShape, options);
+  }
+
+  /** `ops.batchNorm(this, runningMean, runningVar, options)`. */
+  batchNorm(runningMean: Tensor | null, runningVar: Tensor | null, options: BatchNormOptions = {}): Tensor {
+    return ops.batchNorm(this, runningMean, runningVar, options);
+  }
+
+  /** `ops.attention(this, k, v, options)`: this is the query. */
+  attention(k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
+    return ops.attention(this, k, v, options);
+  }
+
+  /** `ops.embedding(this, weight, options)`: this holds the integer indices. */
+  embedding(weight: Tensor, options: EmbeddingOptions = {}): Tensor {
+    return ops.embedding(this, weight, options);
+  }
+
+  /** `ops.lstm(this, weights, options)`. */
+  lstm(weights: RnnWeights, options: LstmOptions = {}): LstmResult {
+    return ops.lstm(this, weights, options);
+  }
+
+  /** `ops.gru(this, weights, options)`. */
+  gru(weights: RnnWeights, options: GruOptions = {}): GruResult {
+    return ops.gru(this, weights, options);
+  }
+
+  /** `ops.nllLoss(this, targets)`: this holds log-probabilities. */
+  nllLoss(targets: Tensor): Tensor {
+    return ops.nllLoss(this, targets);
+  }
+
+  /** `ops.crossEntropy(this, targets)`: this holds logits. */
+  crossEntropy(targets: Tensor): Tensor {
+    return ops.crossEntropy(this, targets);
+  }
+
+  /** `ops.ctcLoss(this, targets, inputLengths, targetLengths, options)`: this holds log-probabilities. */
+  ctcLoss(
+    targets: Tensor,
+    inputLengths: Tensor | readonly number[],
+    targetLengths: Tensor | readonly number[],
+    options: CtcLossOptions = {},
+  ): Tensor {
+    return ops.ctcLoss(this, targets, inputLengths, targetLengths, options);
   }
 
   // --- internals ---
@@ -804,6 +1095,42 @@ class TensorOperand implements KernelOperand {
   get data(): TypedArray {
     return this.tensor.elements(this.op);
   }
+}
+
+/**
+ * Options that are not an object (a dtype passed where the options go, as before dtypes moved into them) throw
+ * rather than being read as "no options".
+ */
+function checkOptions(op: string, options: TensorOptions): void {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(
+      `${op}: expected an options object such as { dtype: DType.I32 }, got ${String(options)}; ` +
+        "a dtype is never a positional argument",
+    );
+  }
+}
+
+/** The dtype of a creator's options: F32 unless given. */
+function optionDType(options: TensorOptions, op: string): DType {
+  checkOptions(op, options);
+  return options.dtype === undefined ? 1 : toDType(options.dtype, op);
+}
+
+/** The element count of `arange(start, end, step)`, as PyTorch: ⌈(end − start) / step⌉, checked. */
+function arangeCount(start: number, end: number, step: number): number {
+  const values = { start, end, step };
+  for (const [name, value] of Object.entries(values)) {
+    if (typeof value !== "number" || !Number.isFinite(value)) {
+      throw new RangeError(`arange: ${name} must be a finite number, got ${String(value)}`);
+    }
+  }
+  if (step === 0) throw new RangeError("arange: step must not be 0");
+  if ((end - start) * step < 0) {
+    throw new RangeError(
+      `arange: step ${step} moves away from end ${end} when starting at ${start}; use a step of the other sign`,
+    );
+  }
+  return Math.ceil((end - start) / step);
 }
 
 /** Rents storage for a new contiguous tensor, checking shape and byte limits first. */

@@ -229,7 +229,7 @@ const cases: R.GradCase[] = [
   {
     name: "crossEntropy",
     shapes: [[4, 3]],
-    f32: ([a]) => ops.crossEntropy(a, Tensor.from([0, 2, 1, 2], [4], DType.I32)),
+    f32: ([a]) => ops.crossEntropy(a, Tensor.from([0, 2, 1, 2], [4], { dtype: DType.I32 })),
     f64: ([a]) => {
       const logp = R.softmax(a, 1, true);
       const picks = [0, 2, 1, 2].map((t, i) => logp.data[i * 3 + t]);

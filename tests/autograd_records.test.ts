@@ -215,7 +215,7 @@ test("copyFrom into a tensor that requires gradients throws while recording, and
 });
 
 test("only floating-point tensors can require gradients", () => {
-  using i = Tensor.from([1, 2], [2], DType.I32);
+  using i = Tensor.from([1, 2], [2], { dtype: DType.I32 });
   assert.throws(
     () => i.withRequiresGrad(),
     /only plain floating-point tensors can require gradients, got I32 tensor/,

@@ -25,7 +25,9 @@ test("attention matches the f64 reference with broadcast batches, masks, causal 
   const q = Tensor.randn([2, 3, 4, 8], { seed: 1 });
   const k = Tensor.randn([3, 5, 8], { seed: 2 }); // batch broadcasts over q's leading 2
   const v = Tensor.randn([1, 3, 5, 6], { seed: 3 });
-  const bool = Tensor.from(Array.from({ length: 4 * 5 }, (_, i) => i % 3 !== 1), [4, 5], DType.Bool);
+  const bool = Tensor.from(Array.from({ length: 4 * 5 }, (_, i) => i % 3 !== 1), [4, 5], {
+    dtype: DType.Bool,
+  });
   const float = Tensor.randn([3, 1, 5], { seed: 4 });
   const [q64, k64, v64] = [q, k, v].map(R.toF64);
   const s = 1 / Math.sqrt(8);
@@ -65,15 +67,14 @@ test("attention by hand: causal rows see their prefix; a row with nothing to att
   const v = Tensor.from([[3, 0], [0, 3], [6, 6]]);
   const mask = Tensor.from(
     [[false, false, false], [true, false, true], [true, true, true]],
-    undefined,
-    DType.Bool,
+    { dtype: DType.Bool },
   );
   // Equal scores: each row averages the values it may see (exact mode: one rounding per dot product).
   TensorCompute.run({ mode: "exact" }, () => {
     assert.deepEqual(ops.attention(q, q, v, { causal: true }).toNested(), [[3, 0], [1.5, 1.5], [3, 3]]);
     assert.deepEqual(ops.attention(q, q, v, { mask }).toNested(), [[0, 0], [4.5, 3], [3, 3]]);
     // Causal and a Bool mask that excludes key 0 combine: row 0 keeps nothing, row 1 key 1, row 2 keys 1, 2.
-    const row0 = Tensor.from([false, true, true], [3], DType.Bool);
+    const row0 = Tensor.from([false, true, true], [3], { dtype: DType.Bool });
     const combined = ops.attention(q, q, v, { mask: row0, causal: true });
     assert.deepEqual(combined.toNested(), [[0, 0], [0, 3], [3, 4.5]]);
     // An F32 mask of −∞ across a row is not caught: that row is NaN.
@@ -91,7 +92,7 @@ test("a fully masked row passes no gradient and no NaN to q, k and v", () => {
   const mask = Tensor.from(
     Array.from({ length: 2 * 3 * 5 }, (_, i) => i >= 5), // batch 0, row 0 sees nothing
     [2, 3, 5],
-    DType.Bool,
+    { dtype: DType.Bool },
   );
   const y = ops.attention(q, k, v, { mask });
   assert.deepEqual([...y.toArray().slice(0, 2)], [0, 0]);
@@ -133,10 +134,10 @@ const maskValues = Tensor.from([[true, false, true, true], [true, true, false, t
 ]], [
   3,
   4,
-], DType.Bool);
+], { dtype: DType.Bool });
 
 // Causal lets row 0 see key 0 only, which the mask excludes: row 0 has nothing to attend to.
-const deadRow = Tensor.from([false, true, true, true], [4], DType.Bool);
+const deadRow = Tensor.from([false, true, true, true], [4], { dtype: DType.Bool });
 
 const gradCases: R.GradCase[] = [
   {
@@ -184,7 +185,7 @@ test("attention records through its parts and, without a record, leaves only its
   const k = Tensor.randn([4, 3], { seed: 9 });
   const v = Tensor.randn([4, 2], { seed: 10 });
   const before = scope.size;
-  const y = ops.attention(q, k, v, { causal: true, mask: Tensor.ones([2, 4], DType.Bool) });
+  const y = ops.attention(q, k, v, { causal: true, mask: Tensor.ones([2, 4], { dtype: DType.Bool }) });
   assert.equal(scope.size, before + 1, "the result only");
   assert.equal(y.gradFn, null);
   const tracked = ops.attention(q.withRequiresGrad(), k, v);
@@ -203,8 +204,12 @@ test("attention refuses bad input with typed errors naming the rule", () => {
     [() => ops.attention(q, Tensor.zeros([2, 5, 3]), v), TensorShapeError, /agree on E and S/],
     [() => ops.attention(q, k, Tensor.zeros([2, 4, 6])), TensorShapeError, /agree on E and S/],
     [() => ops.attention(q, Tensor.zeros([3, 5, 4]), v), TensorShapeError, /cannot broadcast/],
-    [() => ops.attention(q, k, v, { mask: Tensor.zeros([3, 5], DType.I32) }), DTypeError, /Bool/],
-    [() => ops.attention(q, k, v, { mask: Tensor.zeros([4, 5], DType.Bool) }), TensorShapeError, /broadcast/],
+    [() => ops.attention(q, k, v, { mask: Tensor.zeros([3, 5], { dtype: DType.I32 }) }), DTypeError, /Bool/],
+    [
+      () => ops.attention(q, k, v, { mask: Tensor.zeros([4, 5], { dtype: DType.Bool }) }),
+      TensorShapeError,
+      /broadcast/,
+    ],
     [
       () => ops.attention(q, k, v, { mask: Tensor.zeros([1, 2, 3, 5]) }),
       TensorShapeError,

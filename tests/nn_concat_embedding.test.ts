@@ -18,7 +18,10 @@ test("concat joins along any axis, reading strided and empty inputs", () => {
     7,
   ]]);
   assert.deepEqual(ops.concat([b]).toNested(), [[10, 11, 12]]);
-  const ints = ops.concat([Tensor.from([1, 2], [2], DType.I32), Tensor.from([3], [1], DType.I32)]);
+  const ints = ops.concat([
+    Tensor.from([1, 2], [2], { dtype: DType.I32 }),
+    Tensor.from([3], [1], { dtype: DType.I32 }),
+  ]);
   assert.equal(ints.dtype, DType.I32);
   assert.deepEqual([...ints.toArray()], [1, 2, 3]);
   const x = Tensor.randn([2, 3, 4], { seed: 1 });
@@ -46,7 +49,7 @@ const concatCases: R.GradCase[] = [
     name: "embedding (repeated and padding rows)",
     shapes: [[5, 3]],
     f32: ([w]) =>
-      ops.embedding(Tensor.from([[4, 1, 4], [0, 2, 1]], undefined, DType.I64), w, { paddingIdx: -1 }),
+      ops.embedding(Tensor.from([[4, 1, 4], [0, 2, 1]], { dtype: DType.I64 }), w, { paddingIdx: -1 }),
     // The padding row (4) is looked up but is a constant for the gradient: zeros here, whose derivative is 0.
     f64: ([w]) =>
       R.embedding([4, 1, 4, 0, 2, 1], [2, 3], R.f64(w.shape, w.data.map((v, i) => (i >= 12 ? 0 : v)))),
@@ -54,7 +57,7 @@ const concatCases: R.GradCase[] = [
   {
     name: "embedding (strided table)",
     shapes: [[4, 6]],
-    f32: ([w]) => ops.embedding(Tensor.from([1, 3, 1, 0], [4], DType.I32), w),
+    f32: ([w]) => ops.embedding(Tensor.from([1, 3, 1, 0], [4], { dtype: DType.I32 }), w),
     f64: ([w]) => R.embedding([1, 3, 1, 0], [4], w),
     strided: true,
   },
@@ -87,20 +90,25 @@ test("embedding looks rows up for any integer index dtype and shape, from a stri
   using _ = new ActivationScope();
   const table = Tensor.arange(12).reshape([4, 3]);
   for (const dtype of [DType.I32, DType.I64, DType.U8, DType.I16, DType.U64]) {
-    const ids = Tensor.from([[3, 0], [1, 3]], undefined, dtype);
+    const ids = Tensor.from([[3, 0], [1, 3]], { dtype: dtype });
     const rows = ops.embedding(ids, table);
     assert.deepEqual(rows.toNested(), [[[9, 10, 11], [0, 1, 2]], [[3, 4, 5], [9, 10, 11]]], `dtype ${dtype}`);
   }
   const strided = table.T; // [3, 4]: rows are the columns of `table`
-  assert.deepEqual(ops.embedding(Tensor.from([2], [1], DType.I32), strided).toNested(), [[2, 5, 8, 11]]);
-  assert.deepEqual([...ops.embedding(Tensor.scalar(3, DType.I32), table).shape], [3]);
-  assert.deepEqual([...ops.embedding(Tensor.zeros([0], DType.I32), table).shape], [0, 3]);
+  assert.deepEqual(ops.embedding(Tensor.from([2], [1], { dtype: DType.I32 }), strided).toNested(), [[
+    2,
+    5,
+    8,
+    11,
+  ]]);
+  assert.deepEqual([...ops.embedding(Tensor.scalar(3, { dtype: DType.I32 }), table).shape], [3]);
+  assert.deepEqual([...ops.embedding(Tensor.zeros([0], { dtype: DType.I32 }), table).shape], [0, 3]);
 });
 
 test("the Embedding record saves the indices and the padding row; lookups of it get no gradient", () => {
   using _ = new ActivationScope();
   const w = Tensor.ones([4, 2]).withRequiresGrad();
-  const ids = Tensor.from([1, 3, 1, 0], [4], DType.I32);
+  const ids = Tensor.from([1, 3, 1, 0], [4], { dtype: DType.I32 });
   const y = ops.embedding(ids, w, { paddingIdx: -3 });
   const r = y.gradFn!;
   assert.equal(r.op, "Embedding");
@@ -128,16 +136,24 @@ test("concat and embedding refuse bad input with typed errors naming the rule", 
     [() => ops.concat([a, 1 as unknown as Tensor]), TypeError, /array of Tensors/],
     [() => ops.embedding(Tensor.from([0.5]), w), DTypeError, /integer tensor/],
     [() => ops.embedding(Tensor.from([true]), w), DTypeError, /integer tensor/],
-    [() => ops.embedding(Tensor.from([4], [1], DType.I32), w), TensorShapeError, /index 4 at position 0/],
-    [() => ops.embedding(Tensor.from([-1], [1], DType.I32), w), TensorShapeError, /outside the 4 rows/],
     [
-      () => ops.embedding(Tensor.from([0], [1], DType.I32), Tensor.zeros([4])),
+      () => ops.embedding(Tensor.from([4], [1], { dtype: DType.I32 }), w),
+      TensorShapeError,
+      /index 4 at position 0/,
+    ],
+    [
+      () => ops.embedding(Tensor.from([-1], [1], { dtype: DType.I32 }), w),
+      TensorShapeError,
+      /outside the 4 rows/,
+    ],
+    [
+      () => ops.embedding(Tensor.from([0], [1], { dtype: DType.I32 }), Tensor.zeros([4])),
       TensorShapeError,
       /\[rows, dim\]/,
     ],
-    [() => ops.embedding(Tensor.from([0], [1], DType.I32), w.cast(DType.F64)), DTypeError, /F32/],
+    [() => ops.embedding(Tensor.from([0], [1], { dtype: DType.I32 }), w.cast(DType.F64)), DTypeError, /F32/],
     [
-      () => ops.embedding(Tensor.from([0], [1], DType.I32), w, { paddingIdx: 4 }),
+      () => ops.embedding(Tensor.from([0], [1], { dtype: DType.I32 }), w, { paddingIdx: 4 }),
       TensorShapeError,
       /paddingIdx/,
     ],

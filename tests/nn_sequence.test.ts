@@ -200,14 +200,16 @@ test("ctcLoss matches the brute-force sum over alignments, for every reduction a
   const logits = Tensor.randn([6, 4, 4], { seed: 60 });
   const lp = ops.logSoftmax(logits);
   const lp64 = R.toF64(lp);
-  const padded = Tensor.from(ctcLabels.map((l) => [...l, 0, 0, 0].slice(0, 3)), undefined, DType.I64);
-  const concatenated = Tensor.from(ctcLabels.flat(), [ctcLabels.flat().length], DType.I32);
-  const lengths = Tensor.from(ctcLabels.map((l) => l.length), [4], DType.I32);
+  const padded = Tensor.from(ctcLabels.map((l) => [...l, 0, 0, 0].slice(0, 3)), { dtype: DType.I64 });
+  const concatenated = Tensor.from(ctcLabels.flat(), [ctcLabels.flat().length], { dtype: DType.I32 });
+  const lengths = Tensor.from(ctcLabels.map((l) => l.length), [4], { dtype: DType.I32 });
   for (const reduction of ["mean", "sum", "none"] as const) {
     const expected = ctcReference(lp64, ctcLabels, ctcInputs, reduction);
     R.assertClose(ops.ctcLoss(lp, padded, ctcInputs, lengths, { reduction }), expected, 1e-6, reduction);
     R.assertClose(
-      ops.ctcLoss(lp, concatenated, Tensor.from(ctcInputs, [4], DType.I64), lengths, { reduction }),
+      ops.ctcLoss(lp, concatenated, Tensor.from(ctcInputs, [4], { dtype: DType.I64 }), lengths, {
+        reduction,
+      }),
       expected,
       1e-6,
       `${reduction}, concatenated`,
@@ -215,7 +217,7 @@ test("ctcLoss matches the brute-force sum over alignments, for every reduction a
   }
   // Another blank: class 3 is blank, so the labels use 0 to 2.
   const other = [[0, 2], [1, 1]];
-  const targets = Tensor.from([[0, 2], [1, 1]], undefined, DType.I32);
+  const targets = Tensor.from([[0, 2], [1, 1]], { dtype: DType.I32 });
   const lp2 = ops.slice(lp, 1, 0, 2);
   R.assertClose(
     ops.ctcLoss(lp2, targets, [6, 4], [2, 2], { blank: 3, reduction: "none" }),
@@ -229,7 +231,7 @@ test("ctcLoss is infinite for unreachable targets, and 0 with zero gradient unde
   using _ = new ActivationScope();
   const lp = ops.logSoftmax(Tensor.randn([3, 2, 3], { seed: 61 })).detach().withRequiresGrad();
   // "1 1" needs a blank between the repeats: 3 labels in 2 steps is impossible.
-  const targets = Tensor.from([[1, 1], [2, 0]], undefined, DType.I32);
+  const targets = Tensor.from([[1, 1], [2, 0]], { dtype: DType.I32 });
   const none = ops.ctcLoss(lp, targets, [2, 3], [2, 1], { reduction: "none" });
   const values = none.toArray() as Float32Array;
   assert.equal(values[0], Infinity);
@@ -250,7 +252,7 @@ const ctcCases: R.GradCase[] = (["mean", "sum", "none"] as const).map((reduction
   f32: ([lp]: Tensor[]) =>
     ops.ctcLoss(
       lp,
-      Tensor.from(ctcLabels.flat(), [6], DType.I32),
+      Tensor.from(ctcLabels.flat(), [6], { dtype: DType.I32 }),
       ctcInputs,
       ctcLabels.map((l) => l.length),
       { reduction },
@@ -261,7 +263,7 @@ ctcCases.push({
   name: "ctcLoss after logSoftmax (strided logits)",
   shapes: [[5, 2, 3]],
   f32: ([logits]) =>
-    ops.ctcLoss(ops.logSoftmax(logits), Tensor.from([[1, 2], [2, 2]], undefined, DType.I32), [5, 5], [2, 2]),
+    ops.ctcLoss(ops.logSoftmax(logits), Tensor.from([[1, 2], [2, 2]], { dtype: DType.I32 }), [5, 5], [2, 2]),
   f64: ([logits]) => ctcReference(logSoftmax64(logits), [[1, 2], [2, 2]], [5, 5], "mean"),
   strided: true,
 });
@@ -275,7 +277,7 @@ for (const mode of ["exact", "fast"] as const) {
 test("the CtcLoss record saves the log-probabilities and keeps blank, reduction, lengths and labels in ints", () => {
   using _ = new ActivationScope();
   const lp = Tensor.zeros([4, 2, 3]).withRequiresGrad();
-  const y = ops.ctcLoss(lp, Tensor.from([[1, 2], [2, 0]], undefined, DType.I32), [4, 3], [2, 1], {
+  const y = ops.ctcLoss(lp, Tensor.from([[1, 2], [2, 0]], { dtype: DType.I32 }), [4, 3], [2, 1], {
     blank: 0,
     reduction: "sum",
     zeroInfinity: true,
@@ -287,7 +289,10 @@ test("the CtcLoss record saves the log-probabilities and keeps blank, reduction,
   assert.deepEqual(r.inputs.map((i) => i.node), [lp.leaf]);
   lp.set(1, 0, 0, 0);
   assert.throws(() => y.backward(), (e: Error) => e.name === "TensorVersionError");
-  assert.equal(ops.ctcLoss(lp.detach(), Tensor.from([1], [1], DType.I32), [4, 3], [1, 0]).gradFn, null);
+  assert.equal(
+    ops.ctcLoss(lp.detach(), Tensor.from([1], [1], { dtype: DType.I32 }), [4, 3], [1, 0]).gradFn,
+    null,
+  );
 });
 
 test("lstm, gru and ctcLoss refuse bad input with typed errors naming the rule", () => {
@@ -295,7 +300,7 @@ test("lstm, gru and ctcLoss refuse bad input with typed errors naming the rule",
   const x = Tensor.zeros([2, 3, 4]);
   const w = { weightIh: Tensor.zeros([8, 4]), weightHh: Tensor.zeros([8, 2]) };
   const lp = Tensor.zeros([4, 2, 3]);
-  const t = Tensor.from([[1, 2], [2, 1]], undefined, DType.I32);
+  const t = Tensor.from([[1, 2], [2, 1]], { dtype: DType.I32 });
   const cases: [() => unknown, new (...a: never[]) => Error, RegExp][] = [
     [() => ops.lstm(Tensor.zeros([3, 4]), w), TensorShapeError, /\[N, T, I\]/],
     [() => ops.lstm(Tensor.zeros([2, 0, 4]), w), TensorShapeError, /T ≥ 1/],
@@ -326,7 +331,7 @@ test("lstm, gru and ctcLoss refuse bad input with typed errors naming the rule",
     [() => ops.ctcLoss(lp, t, [4, 4], [2, 2], { blank: 1 }), TensorShapeError, /other than the blank 1/],
     [() => ops.ctcLoss(lp, t, [4, 4], [2, 2], { blank: 3 }), TensorShapeError, /blank must be a class/],
     [
-      () => ops.ctcLoss(lp, Tensor.from([[1, 3], [1, 1]], undefined, DType.I32), [4, 4], [2, 2]),
+      () => ops.ctcLoss(lp, Tensor.from([[1, 3], [1, 1]], { dtype: DType.I32 }), [4, 4], [2, 2]),
       TensorShapeError,
       /label 3/,
     ],

@@ -47,37 +47,37 @@ test("from takes every typed array with its dtype, nested arrays, booleans and b
   using big = Tensor.from([3n, -4n]);
   assert.equal(big.dtype, DType.I64);
   assert.equal(big.get(1), -4n);
-  using bits = Tensor.from(new Uint16Array([0x3c00, 0xc000]), [2], DType.F16);
+  using bits = Tensor.from(new Uint16Array([0x3c00, 0xc000]), [2], { dtype: DType.F16 });
   assert.deepEqual([bits.get(0), bits.get(1)], [1, -2]);
   assert.throws(() => Tensor.from([[1, 2], [3]]), /ragged/);
   assert.throws(() => Tensor.from([1, 2, 3], [2, 2]), /3 values cannot fill shape \[2, 2\] \(4 elements\)/);
 });
 
 test("writes convert by the cast rules: truncation, saturation, NaN to 0, wrapping bigints, rounding through f32", () => {
-  using i32 = Tensor.zeros([4], DType.I32);
+  using i32 = Tensor.zeros([4], { dtype: DType.I32 });
   i32.set(2.9, 0);
   i32.set(-1e12, 1);
   i32.set(NaN, 2);
   i32.set(2n ** 40n + 5n, 3);
   assert.deepEqual([...i32.toArray()], [2, -(2 ** 31), 0, 5]);
-  using u8 = Tensor.zeros([3], DType.U8);
+  using u8 = Tensor.zeros([3], { dtype: DType.U8 });
   u8.set(-3, 0);
   u8.set(300, 1);
   u8.set(-1n, 2);
   assert.deepEqual([...u8.toArray()], [0, 255, 255]);
-  using b = Tensor.zeros([3], DType.Bool);
+  using b = Tensor.zeros([3], { dtype: DType.Bool });
   b.set(NaN, 0);
   b.set(0.1, 1);
   b.set(-0, 2);
   assert.deepEqual([...b.toArray()], [1, 1, 0]);
-  using h = Tensor.zeros([2], DType.F16);
+  using h = Tensor.zeros([2], { dtype: DType.F16 });
   h.set(65520, 0); // rounds to infinity in f16
   h.set(1 + 2 ** -11, 1); // a tie: rounds to even (1)
   assert.deepEqual([h.get(0), h.get(1)], [Infinity, 1]);
-  using bf = Tensor.zeros([1], DType.BF16);
+  using bf = Tensor.zeros([1], { dtype: DType.BF16 });
   bf.set(1.00390625, 0); // 1 + 2^-8, a tie: rounds to even (1)
   assert.equal(bf.get(0), 1);
-  using i64 = Tensor.zeros([2], DType.I64);
+  using i64 = Tensor.zeros([2], { dtype: DType.I64 });
   i64.set(1e30, 0);
   i64.set(-7.9, 1);
   assert.deepEqual([i64.get(0), i64.get(1)], [2n ** 63n - 1n, -7n]);
@@ -95,10 +95,10 @@ test("data() is a zero-copy view of contiguous tensors; strided ones refuse with
     () => t.T.data(),
     /data\(\) needs a contiguous tensor; this one has shape \[3, 2\] and strides \[1, 3\]/,
   );
-  using h = Tensor.ones([2], DType.F16);
+  using h = Tensor.ones([2], { dtype: DType.F16 });
   const halves = h.data();
   assert.ok(halves.constructor.name === "Float16Array" ? halves[0] === 1 : halves[0] === 0x3c00);
-  using bf = Tensor.ones([2], DType.BF16);
+  using bf = Tensor.ones([2], { dtype: DType.BF16 });
   assert.ok(bf.data() instanceof Uint16Array && bf.data()[0] === 0x3f80);
 });
 
@@ -210,7 +210,10 @@ test("quantized tensors keep whole blocks of 32 along the last axis in every vie
   );
   assert.throws(() => q.T, /whole blocks/);
   assert.throws(() => q.get(0, 0), /not addressable one at a time/);
-  assert.throws(() => Tensor.zeros([3, 40], DType.Q8_0), /keep whole blocks of 32 along the last axis/);
+  assert.throws(
+    () => Tensor.zeros([3, 40], { dtype: DType.Q8_0 }),
+    /keep whole blocks of 32 along the last axis/,
+  );
   assert.throws(() => quantize(Tensor.zeros([2, 31]), DType.Q8_0), /multiple of 32/);
   using deq = dequantize(q);
   const original = x.toArray() as Float32Array;
@@ -220,8 +223,8 @@ test("quantized tensors keep whole blocks of 32 along the last axis in every vie
 
 test("creators take an arena; its reset makes them stale", () => {
   using arena = new Arena();
-  const a = Tensor.ones([100], DType.F32, { arena });
-  const b = Tensor.arange(10, DType.I32, { arena });
+  const a = Tensor.ones([100], { dtype: DType.F32, arena });
+  const b = Tensor.arange(10, { dtype: DType.I32, arena });
   assert.equal(a.get(99), 1);
   arena.reset();
   assert.equal(a.isReleased && b.isReleased, true);
@@ -231,7 +234,7 @@ test("creators take an arena; its reset makes them stale", () => {
 test("operators name the operation, the shapes and the rule when they refuse input", () => {
   using a = Tensor.zeros([2, 3]);
   using b = Tensor.zeros([4]);
-  using i = Tensor.zeros([3], DType.I32);
+  using i = Tensor.zeros([3], { dtype: DType.I32 });
   assert.throws(
     () => ops.add(a, b),
     (e: Error) =>
@@ -255,7 +258,7 @@ test("operators name the operation, the shapes and the rule when they refuse inp
   assert.throws(() => ops.softmax(Tensor.scalar(1)), /at least one axis/);
   assert.throws(() => Tensor.zeros([2 ** 16, 2 ** 16]), /more than 2\^31 - 1 elements/);
   assert.throws(
-    () => Tensor.zeros([2 ** 29], DType.F64),
+    () => Tensor.zeros([2 ** 29], { dtype: DType.F64 }),
     /needs 4294967296 bytes, more than a buffer's 2\^31 - 1/,
   );
 });

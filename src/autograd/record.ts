@@ -52,6 +52,7 @@ export type OpKind =
 export class LeafNode {
   /** The accumulated gradient, or null before the first backward pass. */
   grad: Tensor | null = null;
+  /** The node of a leaf of `shape` and `dtype`. */
   constructor(readonly shape: readonly number[], readonly dtype: DType) {}
 }
 
@@ -67,7 +68,9 @@ export type AutogradNode = LeafNode | BackwardRecord;
 export interface RecordInput {
   /** The input's node, or null when it needs no gradient. */
   readonly node: AutogradNode | null;
+  /** The input's shape. */
   readonly shape: readonly number[];
+  /** The input's dtype. */
   readonly dtype: DType;
 }
 
@@ -80,6 +83,7 @@ export class SavedTensor {
   readonly version: number;
   readonly #tensor: Tensor;
 
+  /** Saves a detached handle of `tensor` and its storage's version now. */
   constructor(tensor: Tensor) {
     this.#tensor = tensor.detach();
     this.version = tensor.storage.version;
@@ -101,6 +105,7 @@ export class BackwardRecord {
   readonly settings: ComputeSnapshot = computeSnapshot();
   #released = false;
 
+  /** Internal: ops make records through `record()`. */
   constructor(
     readonly op: OpKind,
     readonly inputs: readonly RecordInput[],

@@ -74,12 +74,15 @@ export interface DTypeInfo {
   readonly array: TypedArrayConstructor;
   /** Whether elements read and write as `bigint` (I64, U64). */
   readonly isBigInt: boolean;
+  /** The names PyTorch and NumPy users write for it ("float32", "float", ...), first the canonical one. */
+  readonly aliases: readonly string[];
 }
 
 function row(
   code: number,
   name: string,
   array: TypedArrayConstructor,
+  aliases: readonly string[],
   options: { float?: boolean; block?: [number, number]; bigint?: boolean } = {},
 ): DTypeInfo {
   const [blockElements, blockBytes] = options.block ?? [1, array.BYTES_PER_ELEMENT];
@@ -92,31 +95,99 @@ function row(
     isQuantized: options.block !== undefined,
     array,
     isBigInt: options.bigint ?? false,
+    aliases,
   };
 }
 
 const TABLE: readonly DTypeInfo[] = [
-  row(1, "F32", Float32Array, { float: true }),
-  row(2, "U8", Uint8Array),
-  row(3, "I8", Int8Array),
-  row(4, "U16", Uint16Array),
-  row(5, "I16", Int16Array),
-  row(6, "I32", Int32Array),
-  row(7, "I64", BigInt64Array, { bigint: true }),
-  row(9, "Bool", Uint8Array),
-  row(10, "F16", Uint16Array, { float: true }),
-  row(11, "F64", Float64Array, { float: true }),
-  row(12, "U32", Uint32Array),
-  row(13, "U64", BigUint64Array, { bigint: true }),
-  row(16, "BF16", Uint16Array, { float: true }),
-  row(0x102, "Q4_0", Uint8Array, { float: true, block: [32, 18] }),
-  row(0x108, "Q8_0", Uint8Array, { float: true, block: [32, 34] }),
+  row(1, "F32", Float32Array, ["float32", "float"], { float: true }),
+  row(2, "U8", Uint8Array, ["uint8"]),
+  row(3, "I8", Int8Array, ["int8"]),
+  row(4, "U16", Uint16Array, ["uint16"]),
+  row(5, "I16", Int16Array, ["int16", "short"]),
+  row(6, "I32", Int32Array, ["int32", "int"]),
+  row(7, "I64", BigInt64Array, ["int64", "long"], { bigint: true }),
+  row(9, "Bool", Uint8Array, ["bool"]),
+  row(10, "F16", Uint16Array, ["float16", "half"], { float: true }),
+  row(11, "F64", Float64Array, ["float64", "double"], { float: true }),
+  row(12, "U32", Uint32Array, ["uint32"]),
+  row(13, "U64", BigUint64Array, ["uint64"], { bigint: true }),
+  row(16, "BF16", Uint16Array, ["bfloat16"], { float: true }),
+  row(0x102, "Q4_0", Uint8Array, ["q4_0"], { float: true, block: [32, 18] }),
+  row(0x108, "Q8_0", Uint8Array, ["q8_0"], { float: true, block: [32, 34] }),
 ];
 
 const BY_CODE = new Map<number, DTypeInfo>(TABLE.map((info) => [info.code, info]));
 
 /** An element type: its ONNX code (or 0x102 / 0x108 for Q4_0 / Q8_0). */
 export type DType = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 9 | 10 | 11 | 12 | 13 | 16 | 0x102 | 0x108;
+
+/**
+ * A dtype by name: zigtensor's ("F32", "I64", "Bool", ...) or the one PyTorch and NumPy write ("float32",
+ * "float", "int64", "long", "bool", "bfloat16", ...).
+ */
+export type DTypeName =
+  | "F32"
+  | "float32"
+  | "float"
+  | "U8"
+  | "uint8"
+  | "I8"
+  | "int8"
+  | "U16"
+  | "uint16"
+  | "I16"
+  | "int16"
+  | "short"
+  | "I32"
+  | "int32"
+  | "int"
+  | "I64"
+  | "int64"
+  | "long"
+  | "Bool"
+  | "bool"
+  | "F16"
+  | "float16"
+  | "half"
+  | "F64"
+  | "float64"
+  | "double"
+  | "U32"
+  | "uint32"
+  | "U64"
+  | "uint64"
+  | "BF16"
+  | "bfloat16"
+  | "Q4_0"
+  | "q4_0"
+  | "Q8_0"
+  | "q8_0";
+
+/** A dtype as options take it: a `DType` value or a `DTypeName`. */
+export type DTypeLike = DType | DTypeName;
+
+const BY_NAME = new Map<string, DTypeInfo>(
+  TABLE.flatMap((info) => [info.name, ...info.aliases].map((name) => [name, info] as const)),
+);
+
+/**
+ * The dtype of a `DType` value or a name ("float32", "int64", "F16", ...); throws `DTypeError` naming `op`
+ * for anything else.
+ */
+export function toDType(dtype: DTypeLike, op: string): DType {
+  if (typeof dtype === "string") {
+    const info = BY_NAME.get(dtype);
+    if (info === undefined) {
+      throw new DTypeError(
+        op,
+        `"${dtype}" is not a dtype name; use one of ${[...BY_NAME.keys()].map((n) => `"${n}"`).join(", ")}`,
+      );
+    }
+    return info.code as DType;
+  }
+  return dtypeInfo(dtype, op).code as DType;
+}
 
 /** The table row of `dtype`; throws `DTypeError` naming `op` for a value that is not a dtype. */
 export function dtypeInfo(dtype: number, op = "dtype"): DTypeInfo {
@@ -132,25 +203,45 @@ export function dtypeInfo(dtype: number, op = "dtype"): DTypeInfo {
 
 /** The shape of `DType`: the codes and the functions that describe them. */
 export interface DTypeApi {
+  /** 32-bit float (ONNX FLOAT). */
   readonly F32: 1;
+  /** Unsigned 8-bit integer. */
   readonly U8: 2;
+  /** Signed 8-bit integer. */
   readonly I8: 3;
+  /** Unsigned 16-bit integer. */
   readonly U16: 4;
+  /** Signed 16-bit integer. */
   readonly I16: 5;
+  /** Signed 32-bit integer. */
   readonly I32: 6;
+  /** Signed 64-bit integer (elements read as `bigint`). */
   readonly I64: 7;
+  /** Boolean, one byte per element. */
   readonly Bool: 9;
+  /** IEEE half precision. */
   readonly F16: 10;
+  /** 64-bit float (ONNX DOUBLE). */
   readonly F64: 11;
+  /** Unsigned 32-bit integer. */
   readonly U32: 12;
+  /** Unsigned 64-bit integer (elements read as `bigint`). */
   readonly U64: 13;
+  /** bfloat16: float32 with a 7-bit mantissa. */
   readonly BF16: 16;
+  /** GGML Q4_0 blocks of 32 elements. */
   readonly Q4_0: 0x102;
+  /** GGML Q8_0 blocks of 32 elements. */
   readonly Q8_0: 0x108;
+  /** The dtype of an ONNX code; throws `DTypeError` naming the ONNX type when unsupported. */
   fromOnnx(code: number): DType;
+  /** The ONNX name of a code. */
   onnxName(code: number): string;
+  /** Bytes per element. */
   byteSize(dtype: DType): number;
+  /** Whether `dtype` is floating point. */
   isFloat(dtype: DType): boolean;
+  /** zigtensor's name of a dtype. */
   name(dtype: DType): string;
 }
 

@@ -22,6 +22,7 @@ export class TensorShapeError extends RangeError {
   /** The shapes involved, in the order the operation took them. */
   readonly shapes: readonly (readonly number[])[];
 
+  /** The message is `${op}: ${rule}`; `shapes` are the operands' shapes. */
   constructor(op: string, rule: string, shapes: readonly (readonly number[])[] = [], options?: ErrorOptions) {
     super(`${op}: ${rule}`, options);
     this.name = "TensorShapeError";
@@ -46,6 +47,7 @@ export class DTypeError extends TypeError {
   /** The operation that refused the type. */
   readonly op: string;
 
+  /** The message is `${op}: ${rule}`. */
   constructor(op: string, rule: string, options?: ErrorOptions) {
     super(`${op}: ${rule}`, options);
     this.name = "DTypeError";
@@ -69,6 +71,7 @@ export class StaleTensorError extends TypeError {
   /** The operation that touched released storage. */
   readonly op: string;
 
+  /** The error for `op` reaching released storage. */
   constructor(op: string, options?: ErrorOptions) {
     super(
       `${op}: the tensor's storage was released (disposed, its scope ended or its arena was reset)`,
@@ -98,6 +101,7 @@ export class TensorVersionError extends Error {
   /** The storage version when the backward pass unpacked it. */
   readonly currentVersion: number;
 
+  /** The error for a saved tensor written between `op`'s forward and backward passes. */
   constructor(op: string, savedVersion: number, currentVersion: number, options?: ErrorOptions) {
     super(
       `${op}: a tensor saved for backward was modified in place (saved at version ${savedVersion}, now ` +
@@ -124,6 +128,7 @@ export class TensorVersionError extends Error {
  * ```
  */
 export class NativeLibraryError extends Error {
+  /** The error with `message`, which says how to build or point to the library. */
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "NativeLibraryError";
@@ -150,6 +155,7 @@ export class BufferOverrunError extends Error {
   /** The length of the overrun buffer in bytes, or -1 when an arena reset found it among many. */
   readonly byteLength: number;
 
+  /** The error for `op` finding `bytesPastEnd` bytes written past a `byteLength`-byte buffer. */
   constructor(op: string, bytesPastEnd: number, byteLength: number, options?: ErrorOptions) {
     const buffer = byteLength >= 0 ? `a ${byteLength}-byte buffer` : "a buffer of the arena";
     super(

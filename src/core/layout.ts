@@ -9,6 +9,7 @@ import { TensorShapeError } from "./errors.ts";
 
 /** A layout: its kind and, for the blocked kind, the block size B. */
 export interface Layout {
+  /** Channels first, channels last, any other strides, or channels in blocks of B innermost. */
   readonly kind: "nchw" | "nhwc" | "strided" | "nchwc";
   /** B for NchwC(B), else 0. */
   readonly blockSize: number;
@@ -26,9 +27,13 @@ const blocked = new Map<number, Layout>();
 
 /** The shape of `Layout`. */
 export interface LayoutApi {
+  /** [N, C, H, W] row-major. */
   readonly Nchw: Layout;
+  /** [N, C, H, W] with channels innermost in memory. */
   readonly Nhwc: Layout;
+  /** Any other strides. */
   readonly Strided: Layout;
+  /** NchwC(B): channels in blocks of `blockSize`, the block innermost. */
   nchwc(blockSize: number): Layout;
 }
 

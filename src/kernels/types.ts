@@ -32,7 +32,9 @@ export type ArithmeticMode = "fast" | "exact";
 
 /** How a kernel may compute: its arithmetic mode and how many threads it may use. */
 export interface ComputeSettings {
+  /** `"exact"`: bitwise the reference; `"fast"`: approximations within documented bounds. */
   readonly mode: ArithmeticMode;
+  /** How many threads the kernel may use. */
   readonly threads: number;
 }
 
@@ -53,6 +55,7 @@ export const BinaryOp = {
   Gt: 11,
   Ge: 12,
 } as const;
+/** A binary kernel's operation code. */
 export type BinaryOp = (typeof BinaryOp)[keyof typeof BinaryOp];
 
 /** Unary element-wise operations; the codes are the native ones. */
@@ -69,6 +72,7 @@ export const UnaryOp = {
   Gelu: 8,
   Erf: 9,
 } as const;
+/** A unary kernel's operation code. */
 export type UnaryOp = (typeof UnaryOp)[keyof typeof UnaryOp];
 
 /** Reductions; the codes are the native ones. ArgMax writes I64 indices. */
@@ -79,6 +83,7 @@ export const ReduceOp = {
   Min: 3,
   ArgMax: 4,
 } as const;
+/** A reduction kernel's operation code. */
 export type ReduceOp = (typeof ReduceOp)[keyof typeof ReduceOp];
 
 /** Softmax family over the last axis; the codes are the native ones. */
@@ -86,19 +91,24 @@ export const SoftmaxOp = {
   Softmax: 0,
   LogSoftmax: 1,
 } as const;
+/** A softmax kernel's operation code. */
 export type SoftmaxOp = (typeof SoftmaxOp)[keyof typeof SoftmaxOp];
 
 /** Geometry of a 2-D max pooling over an NCHW input. */
 export interface Pool2dParams {
   /** Input extents [N, C, H, W]. */
   readonly input: readonly [number, number, number, number];
+  /** Window extents [KH, KW]. */
   readonly kernel: readonly [number, number];
+  /** Steps [SH, SW]. */
   readonly stride: readonly [number, number];
+  /** Padding on each side [PH, PW]. */
   readonly padding: readonly [number, number];
 }
 
 /** The kernel set. Every method writes only `out` (and `indices`) and returns nothing. */
 export interface TensorKernels {
+  /** "native" or "reference". */
   readonly name: string;
 
   /** out = a (op) b over `shape`; Bool output for comparisons. */

@@ -228,6 +228,7 @@ export class Arena implements Disposable {
     arenaAccess.track = (arena, buffer) => arena.#buffers.push(buffer);
   }
 
+  /** A new arena that allocates in chunks of `options.chunkBytes` (1 MiB by default). */
   constructor(options: ArenaOptions = {}) {
     const chunkBytes = options.chunkBytes ?? 1 << 20;
     checkByteLength("Arena", "chunkBytes", chunkBytes, 1);

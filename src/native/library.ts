@@ -15,9 +15,9 @@ import type { NativeSymbols } from "./symbols.ts";
 export const ABI_VERSION = 1;
 
 /** ISA variant names by id, as in `zig/isa.zig`. */
-export const ISA_NAMES = ["baseline", "avx2", "avx512", "neon"] as const;
+export const ISA_NAMES: readonly IsaName[] = ["baseline", "avx2", "avx512", "neon"];
 /** An instruction-set variant of the kernels. */
-export type IsaName = (typeof ISA_NAMES)[number];
+export type IsaName = "baseline" | "avx2" | "avx512" | "neon";
 
 /** The file name of the shared library on this platform. */
 export function libraryFileName(platform: string): string {

@@ -23,7 +23,7 @@ import { pair } from "./nn.ts";
 export interface Conv2dOptions {
   /** A bias of shape [out channels], added to every output position. */
   readonly bias?: Tensor;
-  /** @default 1 */
+  /** The step between output positions. @default 1 */
   readonly stride?: number | readonly [number, number];
   /** Zeros added on both sides of each spatial axis. @default 0 */
   readonly padding?: number | readonly [number, number];
@@ -35,8 +35,9 @@ export interface Conv2dOptions {
 
 /** Options of `avgPool2d`: a number or `[h, w]` for each. */
 export interface AvgPool2dOptions {
+  /** The window's extents. */
   readonly kernel: number | readonly [number, number];
-  /** @default kernel */
+  /** The step between windows. @default kernel */
   readonly stride?: number | readonly [number, number];
   /** Zeros added on both sides, counted in every window's average; at most half the kernel. @default 0 */
   readonly padding?: number | readonly [number, number];

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type DType, dtypeInfo } from "../core/dtype.ts";
+import { type DType, dtypeInfo, type DTypeLike, toDType } from "../core/dtype.ts";
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { Layout, nhwcStrides } from "../core/layout.ts";
@@ -66,8 +66,9 @@ export function clone(t: Tensor): Tensor {
   return shouldRecord(t) ? record(out, "Reshape", [t]) : out;
 }
 
-/** A copy converted to `dtype` by the cast rules. Records Cast. */
-export function cast(t: Tensor, dtype: DType): Tensor {
+/** A copy converted to `dtype` (a `DType` or a name such as `"float16"`) by the cast rules. Records Cast. */
+export function cast(t: Tensor, dtypeLike: DTypeLike): Tensor {
+  const dtype = toDType(dtypeLike, "cast");
   const from = dtypeInfo(t.dtype, "cast");
   const to = dtypeInfo(dtype, "cast");
   if (from.isQuantized || to.isQuantized || t.blockSize > 0) {

@@ -283,8 +283,8 @@ export function erf(x: Tensor): Tensor {
 const GELU_C = Math.sqrt(2 / Math.PI);
 
 /**
- * GELU, tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). Saves its input and, as an owned slot, the tanh
- * of the inner term.
+ * GELU, tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). `gelu(−∞)` is −0, the limit (PyTorch gives NaN
+ * there, from 0·∞). Saves its input and, as an owned slot, the tanh of the inner term.
  */
 export function gelu(x: Tensor): Tensor {
   checkF32("gelu", x);

@@ -49,8 +49,9 @@ function matmul2(a: Tensor, b: Tensor): Tensor {
 }
 
 /**
- * The matrix product, NumPy style: batched, broadcasting batch axes; 1-D operands are vectors. Records MatMul
- * (saved slot 0 = a when b needs a gradient, slot 1 = b when a needs one).
+ * The matrix product, NumPy style: batched, broadcasting batch axes; 1-D operands are vectors, and two vectors
+ * give their rank-0 dot product (0 when both are empty). Records MatMul (saved slot 0 = a when b needs a
+ * gradient, slot 1 = b when a needs one).
  *
  * @example
  * ```ts
@@ -59,7 +60,8 @@ function matmul2(a: Tensor, b: Tensor): Tensor {
  * using a = Tensor.from([[1, 2], [3, 4]]);
  * using b = Tensor.from([[5], [6]]);
  * using c = ops.matmul(a, b);
- * assert.ok(c.toArray().join() === "17,39");
+ * using dot = ops.matmul(Tensor.from([1, 2, 3]), Tensor.from([4, 5, 6]));
+ * assert.ok(c.toArray().join() === "17,39" && dot.rank === 0 && dot.item() === 32);
  * ```
  */
 export function matmul(a: Tensor, b: Tensor): Tensor {
@@ -77,7 +79,8 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
     const b2 = b.rank === 1 ? unsqueeze(b, -1) : b;
     const product = matmul(a2, b2);
     const dropped = b.rank === 1 ? squeeze(product, -1) : product;
-    return a.rank === 1 ? squeeze(dropped, -2) : dropped;
+    // Two vectors leave [1] here, whose one axis goes too: the rank-0 dot product (0 for empty vectors).
+    return a.rank === 1 ? squeeze(dropped, b.rank === 1 ? -1 : -2) : dropped;
   }
   const out = matmul2(a, b);
   if (!shouldRecord(a, b)) return out;

@@ -19,10 +19,11 @@ import { contiguous, copyElements } from "./copy.ts";
 
 /** Pooling options: a number or [h, w] for each. */
 export interface Pool2dOptions {
+  /** The window's extents. */
   readonly kernel: number | readonly [number, number];
-  /** @default kernel */
+  /** The step between windows. @default kernel */
   readonly stride?: number | readonly [number, number];
-  /** @default 0 */
+  /** −∞ added on both sides of each spatial axis; smaller than the kernel. @default 0 */
   readonly padding?: number | readonly [number, number];
 }
 
@@ -163,7 +164,7 @@ export function nllLoss(logProbs: Tensor, targets: Tensor): Tensor {
  * import assert from "node:assert/strict";
  * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
  * using logits = Tensor.from([[0, 0], [0, 0]]);
- * using targets = Tensor.from([0, 1], [2], DType.I32);
+ * using targets = Tensor.from([0, 1], [2], { dtype: DType.I32 });
  * using loss = ops.crossEntropy(logits, targets);
  * assert.ok(Math.abs((loss.item() as number) - Math.LN2) < 1e-6);
  * ```
@@ -278,7 +279,7 @@ function gatherRows(weight: Tensor, ids: readonly number[], out: Tensor): void {
  * import assert from "node:assert/strict";
  * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
  * using table = Tensor.from([[0, 0], [1, 10], [2, 20]]);
- * using ids = Tensor.from([[2, 1], [1, 0]], undefined, DType.I32);
+ * using ids = Tensor.from([[2, 1], [1, 0]], { dtype: DType.I32 });
  * using rows = ops.embedding(ids, table);
  * assert.deepEqual(rows.toNested(), [[[2, 20], [1, 10]], [[1, 10], [0, 0]]]);
  * ```

@@ -30,7 +30,9 @@ export interface RnnWeights {
 
 /** Initial states of `lstm`, each [1, N, H] (zeros when absent). */
 export interface LstmOptions {
+  /** The initial hidden state, [1, N, H]. */
   readonly h0?: Tensor;
+  /** The initial cell state, [1, N, H]. */
   readonly c0?: Tensor;
 }
 
@@ -46,6 +48,7 @@ export interface LstmResult {
 
 /** Initial state of `gru`, [1, N, H] (zeros when absent). */
 export interface GruOptions {
+  /** The initial hidden state, [1, N, H]. */
   readonly h0?: Tensor;
 }
 
@@ -418,7 +421,7 @@ function ctcScales(reduction: number, sequences: readonly CtcSequence[]): number
  * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
  * // Two steps, classes {blank, a}, uniform: "a" is reached by "aa", "a_" and "_a", probability 3/4.
  * using logProbs = Tensor.full([2, 1, 2], Math.log(0.5));
- * using targets = Tensor.from([[1]], undefined, DType.I32);
+ * using targets = Tensor.from([[1]], { dtype: DType.I32 });
  * using loss = ops.ctcLoss(logProbs, targets, [2], [1], { reduction: "sum" });
  * assert.ok(Math.abs((loss.item() as number) + Math.log(0.75)) < 1e-6);
  * ```

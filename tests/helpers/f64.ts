@@ -2,7 +2,14 @@
 // written from the math, independently of the library's kernels; view operations reuse the library's views on
 // F64 tensors (pure data movement, checked separately against the index-to-offset oracle).
 import assert from "node:assert/strict";
-import { ActivationScope, DType, ops, Tensor, TensorCompute } from "../../mod.ts";
+import {
+  ActivationScope,
+  assertClose as assertCloseValues,
+  DType,
+  ops,
+  Tensor,
+  TensorCompute,
+} from "../../mod.ts";
 import { Xorshift128 } from "../../src/core/random.ts";
 
 /** A row-major f64 array with its shape. */
@@ -146,7 +153,7 @@ export function maxPool2d(
 
 /** A library view operation applied to f64 data (through an F64 tensor). */
 export function viewOp(x: F64, op: (t: Tensor) => Tensor): F64 {
-  using t = Tensor.from(x.data, [...x.shape], DType.F64);
+  using t = Tensor.from(x.data, [...x.shape], { dtype: DType.F64 });
   using v = op(t);
   return { shape: [...v.shape], data: Float64Array.from(v.toArray() as Float64Array) };
 }
@@ -438,19 +445,8 @@ export function toF64(t: Tensor): F64 {
 
 /** Asserts `actual` has `expected`'s shape and values within `tolerance`·(1 + |expected|); NaN matches NaN. */
 export function assertClose(actual: Tensor, expected: F64, tolerance: number, label: string): void {
-  assert.deepEqual([...actual.shape], [...expected.shape], `${label}: shape`);
-  const got = actual.toArray() as Float32Array;
-  for (let i = 0; i < got.length; i++) {
-    const want = expected.data[i];
-    if (Number.isNaN(want)) {
-      assert.ok(Number.isNaN(got[i]), `${label}: element ${i} is ${got[i]}, expected NaN`);
-      continue;
-    }
-    assert.ok(
-      Math.abs(got[i] - want) <= tolerance * (1 + Math.abs(want)),
-      `${label}: element ${i} is ${got[i]}, expected ${want}`,
-    );
-  }
+  using want = Tensor.from(expected.data, [...expected.shape]);
+  assertCloseValues(actual, want, { rtol: tolerance, atol: tolerance, equalNan: true, message: label });
 }
 
 // --- gradient checks ---
