@@ -25,6 +25,7 @@ export type { DTypeApi, TypedArray } from "./src/dtype.ts";
 export { Layout } from "./src/layout.ts";
 export type { LayoutApi } from "./src/layout.ts";
 export * as ops from "./src/ops/mod.ts";
+export * as io from "./src/io/mod.ts";
 export { ActivationScope, tidy } from "./src/scope.ts";
 export { GradMode, setDefaultKernels, TensorCompute } from "./src/context.ts";
 export type { GradModeApi, TensorComputeApi } from "./src/context.ts";
@@ -41,6 +42,8 @@ export {
   DTypeError,
   NativeLibraryError,
   StaleTensorError,
+  TensorFileError,
   TensorShapeError,
   TensorVersionError,
 } from "./src/errors.ts";
+export type { TensorFileDefect } from "./src/errors.ts";
