@@ -170,6 +170,9 @@ export function readNpyHeader(source: ByteSource, name: string): NpyHeader {
   const descr = dict.get("descr");
   const fortran = dict.get("fortran_order");
   const shape = dict.get("shape");
+  if (Array.isArray(descr)) {
+    source.fail("dtype", `${name} has a structured dtype, which zigtensor does not read`);
+  }
   if (typeof descr !== "string" || typeof fortran !== "boolean" || !Array.isArray(shape) || dict.size !== 3) {
     source.fail("header", `the header of ${name} must hold exactly 'descr', 'fortran_order' and 'shape'`);
   }
