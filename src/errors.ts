@@ -200,7 +200,7 @@ export type TensorFileDefect =
  * import assert from "node:assert/strict";
  * import { io, TensorFileError } from "@zigtensor/zigtensor";
  * try {
- *   io.readNpy(new Uint8Array([1, 2, 3]));
+ *   io.readNpy(new TextEncoder().encode("not a NumPy file"));
  *   assert.fail("expected a TensorFileError");
  * } catch (error) {
  *   assert.ok(error instanceof TensorFileError && error.defect === "magic" && error.format === "npy");

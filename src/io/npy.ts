@@ -141,8 +141,9 @@ export function readNpySource(
 
 /** Parses and checks a `.npy` header. */
 export function readNpyHeader(source: ByteSource, name: string): NpyHeader {
+  const head = source.read(0, Math.min(6, source.size), "the magic");
+  if (!head.every((b, i) => b === MAGIC[i])) source.fail("magic", `${name} does not start with \\x93NUMPY`);
   const lead = source.read(0, 8, "the magic and version");
-  if (!MAGIC.every((b, i) => lead[i] === b)) source.fail("magic", `${name} does not start with \\x93NUMPY`);
   const major = lead[6];
   if (major < 1 || major > 3 || lead[7] !== 0) {
     source.fail(
