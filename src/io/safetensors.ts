@@ -11,7 +11,7 @@
  */
 import { type DType, dtypeInfo } from "../dtype.ts";
 import { DTypeError } from "../errors.ts";
-import type { CreateOptions, Tensor } from "../tensor.ts";
+import type { CreateOptions } from "../tensor.ts";
 import {
   ByteSink,
   ByteSource,
