@@ -2,7 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { dequantize, DType, io, quantize, Tensor } from "../mod.ts";
+import { pathToFileURL } from "node:url";
+import { dequantize, DType, io, quantize, Tensor, TensorFileError } from "../mod.ts";
 import {
   EXPECTED,
   type ExpectedField,
@@ -71,6 +72,15 @@ test("safetensors: every dtype of a file the safetensors library wrote, from a p
     assert.equal(tensors.get("t.i64")!.get(1, 1, 1), 3n); // (7 - 8/3) · 0.75 = 3.25, truncated
     assert.equal(tensors.get("t.bf16")!.get(1, 2), 1.5); // (5 - 2) · 0.5
   }
+});
+
+test("readers take a file: URL; a missing file is the runtime's own error", () => {
+  using t = io.readNpy(pathToFileURL(join(FIXTURES, "f4_c.npy")));
+  assert.equal(rowMajorHex(t), EXPECTED["f4_c.npy"].array.hex);
+  assert.throws(
+    () => io.readNpy(join(FIXTURES, "missing.npy")),
+    (e: Error) => !(e instanceof TensorFileError),
+  );
 });
 
 test("safetensors: the writer gives the safetensors library's bytes, in any input order", () => {

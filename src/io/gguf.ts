@@ -146,7 +146,26 @@ const MAX_DIMS = 4;
 /** Arrays nest at most this deep. */
 const MAX_DEPTH = 8;
 
-/** Tensors read from a GGUF file, with the metadata and the type each metadata value was stored as. */
+/**
+ * Tensors read from a GGUF file, with the metadata and the type each metadata value was stored as; `writeGguf`
+ * takes both back.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+ * import { tmpdir } from "node:os";
+ * import { io, Tensor } from "@zigtensor/zigtensor";
+ * const dir = mkdtempSync(`${tmpdir()}/zt-`);
+ * using t = Tensor.ones([2, 3]);
+ * io.writeGguf(`${dir}/a.gguf`, { t }, { "x.count": 3 }, { types: { "x.count": "UINT64" } });
+ * using model: io.GgufTensors = io.readGguf(`${dir}/a.gguf`);
+ * assert.equal(model.metadata["x.count"], 3n);
+ * io.writeGguf(`${dir}/b.gguf`, model); // the same metadata, types and tensors
+ * assert.deepEqual(readFileSync(`${dir}/b.gguf`), readFileSync(`${dir}/a.gguf`));
+ * rmSync(dir, { recursive: true });
+ * ```
+ */
 export class GgufTensors extends TensorMap<Record<string, GgufValue>> {
   /** The stored type of each metadata value (for an array, the type of its elements). */
   readonly types: Readonly<Record<string, GgufType>>;

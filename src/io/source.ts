@@ -21,7 +21,18 @@ export type FileInput = string | URL | Uint8Array;
 /** A file to write: a path (a string or a `file:` URL). */
 export type FilePath = string | URL;
 
-/** Reads of one file, by position; throws `TensorFileError` for anything outside it. */
+/**
+ * Reads of one file, by position; throws `TensorFileError` for anything outside it. Internal to `io`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ByteSource } from "./source.ts";
+ * using source = new ByteSource("npy", new Uint8Array([1, 2, 3]));
+ * assert.deepEqual([...source.read(1, 2, "two bytes")], [2, 3]);
+ * assert.throws(() => source.read(2, 2, "two bytes"), /truncated/);
+ * ```
+ */
 export class ByteSource implements Disposable {
   /** The format being read, for errors. */
   readonly format: string;
@@ -176,7 +187,26 @@ export class ByteSink implements Disposable {
   }
 }
 
-/** Tensors read from one file, by name, and the file's metadata. Disposing it disposes every tensor. */
+/**
+ * Tensors read from one file, by name, and the file's metadata: a `Map<string, Tensor>` that owns its tensors.
+ * Disposing it disposes every tensor it still holds; `delete` one first to keep it past the map.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { io, Tensor } from "@zigtensor/zigtensor";
+ * const file = new Uint8Array(8 + 64);
+ * const header = new TextEncoder().encode('{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}');
+ * new DataView(file.buffer).setBigUint64(0, BigInt(header.length), true);
+ * file.set(header, 8);
+ * const tensors = io.loadSafetensors(file.subarray(0, 8 + header.length + 8));
+ * const w: Tensor = tensors.get("w")!;
+ * tensors.delete("w"); // w is now the caller's
+ * tensors.dispose();
+ * assert.equal(w.isReleased, false);
+ * w.dispose();
+ * ```
+ */
 export class TensorMap<Metadata = Record<string, string>> extends Map<string, Tensor> implements Disposable {
   /** The file's metadata (safetensors: `__metadata__`; GGUF: its key/value pairs; npz: empty). */
   readonly metadata: Metadata;
