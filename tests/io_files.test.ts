@@ -1,9 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { dequantize, DType, io, quantize, Tensor, TensorFileError } from "../mod.ts";
+import { dequantize, DType, io, quantize, StaleTensorError, Tensor, TensorFileError } from "../mod.ts";
 import {
   EXPECTED,
   type ExpectedField,
@@ -285,5 +285,20 @@ test("gguf: metadata types are inferred as gguf-py infers them, or given; values
     assert.throws(() => io.writeGguf(path, { t }, { u8: 300 }, { types: { u8: "UINT8" } }), RangeError);
     using five = Tensor.zeros([1, 1, 1, 1, 1]);
     assert.throws(() => io.writeGguf(path, { five }), /at most 4/);
+  });
+});
+
+test("writers refuse released tensors and unsupported dtypes before they create the file", () => {
+  const gone = Tensor.zeros([2]);
+  gone.dispose();
+  using b = Tensor.zeros([2], DType.BF16);
+  using u = Tensor.zeros([2], DType.U32);
+  withTempDir((dir) => {
+    const path = (name: string) => join(dir, name);
+    assert.throws(() => io.saveSafetensors(path("a.safetensors"), { gone }), StaleTensorError);
+    assert.throws(() => io.writeNpy(path("a.npy"), gone), StaleTensorError);
+    assert.throws(() => io.writeNpz(path("a.npz"), { ok: u, b }), /BF16/);
+    assert.throws(() => io.writeGguf(path("a.gguf"), { u }), /U32/);
+    assert.deepEqual(readdirSync(dir), []);
   });
 });

@@ -16,6 +16,7 @@ import {
   bytesOf,
   ByteSource,
   checkFileShape,
+  checkWritable,
   type FileInput,
   type FilePath,
   readTensor,
@@ -211,6 +212,20 @@ export function npyParts<T>(
   tensor: Tensor,
   use: (header: Uint8Array, bytes: Uint8Array) => T,
 ): T {
+  const descr = npyDescr(op, name, tensor);
+  const reversed = tensor.shape.map((_, i) => tensor.rank - 1 - i);
+  const fortran = tensor.blockSize === 0 && !tensor.isContiguous &&
+    isContiguous(reversed.map((i) => tensor.shape[i]), reversed.map((i) => tensor.strides[i]));
+  const header = npyHeader(descr, fortran, tensor.shape);
+  return withBytes(op, name, fortran ? tensor.permute(reversed) : tensor, (bytes) => use(header, bytes));
+}
+
+/**
+ * NumPy's `descr` of `tensor`'s dtype ('<f4', '|b1', ...); throws `DTypeError` for BF16 and the GGML blocks,
+ * and checks the tensor can be written (see `checkWritable`).
+ */
+export function npyDescr(op: string, name: string, tensor: Tensor): string {
+  checkWritable(op, name, tensor);
   const code = CODE_OF.get(tensor.dtype);
   if (code === undefined) {
     throw new DTypeError(
@@ -218,12 +233,7 @@ export function npyParts<T>(
       `"${name}" is ${dtypeInfo(tensor.dtype).name}, which NumPy has no dtype for; cast() it to F32 first`,
     );
   }
-  const reversed = tensor.shape.map((_, i) => tensor.rank - 1 - i);
-  const fortran = tensor.blockSize === 0 && !tensor.isContiguous &&
-    isContiguous(reversed.map((i) => tensor.shape[i]), reversed.map((i) => tensor.strides[i]));
-  const descr = `${code === "i1" || code === "u1" || code === "b1" ? "|" : "<"}${code}`;
-  const header = npyHeader(descr, fortran, tensor.shape);
-  return withBytes(op, name, fortran ? tensor.permute(reversed) : tensor, (bytes) => use(header, bytes));
+  return `${code === "i1" || code === "u1" || code === "b1" ? "|" : "<"}${code}`;
 }
 
 /** NumPy's header: sorted keys, `repr` values, growth room, padded with spaces and a newline to 64 bytes. */

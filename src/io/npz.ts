@@ -9,7 +9,7 @@
 import * as zlib from "node:zlib";
 import { MAX_BYTES } from "../shape.ts";
 import type { CreateOptions } from "../tensor.ts";
-import { npyParts, readNpySource } from "./npy.ts";
+import { npyDescr, npyParts, readNpySource } from "./npy.ts";
 import {
   ByteSink,
   ByteSource,
@@ -102,6 +102,7 @@ export function readNpz(input: FileInput, options: CreateOptions = {}): TensorMa
 export function writeNpz(path: FilePath, tensors: NamedTensors, options: WriteNpzOptions = {}): void {
   const op = "writeNpz";
   const entries = namedEntries(op, tensors);
+  for (const [name, tensor] of entries) npyDescr(op, name, tensor); // refuse before the file is opened
   const written: WrittenMember[] = [];
   const encoder = new TextEncoder();
   using sink = new ByteSink(path);

@@ -8,7 +8,7 @@
  * @module
  */
 import * as fs from "node:fs";
-import { type TensorFileDefect, TensorFileError } from "../errors.ts";
+import { StaleTensorError, type TensorFileDefect, TensorFileError } from "../errors.ts";
 import { Tensor } from "../tensor.ts";
 import { dtypeInfo } from "../dtype.ts";
 import { checkShape, formatShape, MAX_BYTES } from "../shape.ts";
@@ -230,13 +230,25 @@ export class TensorMap<Metadata = Record<string, string>> extends Map<string, Te
 /** Tensors to write: a `Map` (a state dict, a `TensorMap`) or a plain object, by name. */
 export type NamedTensors = ReadonlyMap<string, Tensor> | Readonly<Record<string, Tensor>>;
 
-/** The entries of `tensors` in their own order; throws `TypeError` for a value that is not a `Tensor`. */
+/**
+ * The entries of `tensors` in their own order, each checked writable to a file before anything is written:
+ * a `Tensor` (else `TypeError`), not released (else `StaleTensorError`), not blocked NchwC (else `TypeError`).
+ */
 export function namedEntries(op: string, tensors: NamedTensors): [string, Tensor][] {
   const entries = tensors instanceof Map ? [...tensors.entries()] : Object.entries(tensors);
-  for (const [name, tensor] of entries) {
-    if (!(tensor instanceof Tensor)) throw new TypeError(`${op}: "${name}" is not a Tensor`);
-  }
+  for (const [name, tensor] of entries) checkWritable(op, name, tensor);
   return entries;
+}
+
+/** Checks that `tensor` can be written to a file (see `namedEntries`). */
+export function checkWritable(op: string, name: string, tensor: Tensor): void {
+  if (!(tensor instanceof Tensor)) throw new TypeError(`${op}: "${name}" is not a Tensor`);
+  if (tensor.isReleased) throw new StaleTensorError(op);
+  if (tensor.blockSize > 0) {
+    throw new TypeError(
+      `${op}: tensor "${name}" is blocked NchwC(${tensor.blockSize}); convert it with toLayout(Layout.Nchw) first`,
+    );
+  }
 }
 
 /**
@@ -309,14 +321,10 @@ export function bytesOf(tensor: Tensor, op: string): Uint8Array {
 
 /**
  * Runs `write` with the row-major bytes of `tensor`: its own storage when it is contiguous, else a temporary
- * contiguous copy that is disposed afterwards. Blocked (NchwC) tensors are refused.
+ * contiguous copy that is disposed afterwards. Released and blocked (NchwC) tensors are refused.
  */
 export function withBytes<T>(op: string, name: string, tensor: Tensor, write: (bytes: Uint8Array) => T): T {
-  if (tensor.blockSize > 0) {
-    throw new TypeError(
-      `${op}: tensor "${name}" is blocked NchwC(${tensor.blockSize}); convert it with toLayout(Layout.Nchw) first`,
-    );
-  }
+  checkWritable(op, name, tensor);
   const packed = tensor.contiguous();
   try {
     return write(bytesOf(packed, op));
