@@ -6,6 +6,7 @@
  *
  * @module
  */
+import * as zlib from "node:zlib";
 import type { ByteSource } from "./source.ts";
 
 /** One member of an archive, located and checked. */
@@ -168,24 +169,11 @@ function u64(source: ByteSource, bytes: Uint8Array, at: number, what: string): n
   return value;
 }
 
-/** The CRC-32 lookup table (polynomial 0xEDB88320). */
-const CRC_TABLE = (() => {
-  const table = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    table[n] = c >>> 0;
-  }
-  return table;
-})();
-
-/** CRC-32 of the concatenation of `parts` (ZIP's checksum). */
+/** CRC-32 of the concatenation of `parts` (ZIP's checksum), by `node:zlib` in both runtimes. */
 export function crc32(...parts: Uint8Array[]): number {
-  let c = 0xffffffff;
-  for (const bytes of parts) {
-    for (let i = 0; i < bytes.length; i++) c = CRC_TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
-  }
-  return (c ^ 0xffffffff) >>> 0;
+  let c = 0;
+  for (const bytes of parts) c = zlib.crc32(bytes, c);
+  return c;
 }
 
 /** One member as written: its name and where its local header is. */
