@@ -302,3 +302,25 @@ test("writers refuse released tensors and unsupported dtypes before they create 
     assert.deepEqual(readdirSync(dir), []);
   });
 });
+
+test("names and keys such as __proto__ are ordinary names in every format", () => {
+  using t = Tensor.from([1, 2]);
+  withTempDir((dir) => {
+    io.saveSafetensors(
+      join(dir, "p.safetensors"),
+      new Map([["__proto__", t]]),
+      JSON.parse('{"__proto__": "x"}'),
+    );
+    using st = io.loadSafetensors(join(dir, "p.safetensors"));
+    assert.deepEqual([...st.get("__proto__")!.toArray()], [1, 2]);
+    assert.equal(Object.getOwnPropertyDescriptor(st.metadata, "__proto__")?.value, "x");
+    io.writeGguf(join(dir, "p.gguf"), new Map([["__proto__", t]]), JSON.parse('{"__proto__": 5}'));
+    using model = io.readGguf(join(dir, "p.gguf"));
+    assert.equal(Object.getOwnPropertyDescriptor(model.metadata, "__proto__")?.value, 5);
+    assert.equal(Object.getOwnPropertyDescriptor(model.types, "__proto__")?.value, "INT32");
+    assert.equal(Object.getPrototypeOf(model.metadata), Object.prototype);
+    io.writeNpz(join(dir, "p.npz"), new Map([["__proto__", t]]));
+    using npz = io.readNpz(join(dir, "p.npz"));
+    assert.deepEqual([...npz.keys()], ["__proto__"]);
+  });
+});

@@ -21,6 +21,7 @@ import {
   namedEntries,
   type NamedTensors,
   readTensor,
+  setOwn,
   TensorMap,
   withBytes,
 } from "./source.ts";
@@ -236,11 +237,11 @@ export function readGguf(input: FileInput, options: CreateOptions = {}): GgufTen
     const type = cursor.type(`the type of "${key}"`);
     if (type === "ARRAY") {
       const element = cursor.type(`the element type of "${key}"`);
-      metadata[key] = cursor.array(element, key, 1);
-      types[key] = element;
+      setOwn(metadata, key, cursor.array(element, key, 1));
+      setOwn(types, key, element);
     } else {
-      metadata[key] = cursor.scalar(type, key);
-      types[key] = type;
+      setOwn(metadata, key, cursor.scalar(type, key));
+      setOwn(types, key, type);
     }
   }
   const alignment = readAlignment(source, metadata, types);
@@ -315,7 +316,7 @@ export function writeGguf(
       out.u32(value);
       continue;
     }
-    writeValue(op, out, key, value, types[key]);
+    writeValue(op, out, key, value, Object.hasOwn(types, key) ? types[key] : undefined);
   }
   let offset = 0;
   const layout = entries.map(([name, tensor]) => {

@@ -21,6 +21,7 @@ import {
   namedEntries,
   type NamedTensors,
   readTensor,
+  setOwn,
   TensorMap,
   withBytes,
 } from "./source.ts";
@@ -145,7 +146,7 @@ export function saveSafetensors(
   for (const { name, tensor, dtype } of entries) {
     const info = dtypeInfo(tensor.dtype);
     const bytes = tensor.size * info.blockBytes;
-    header[name] = { dtype, shape: tensor.shape, data_offsets: [offset, offset + bytes] };
+    setOwn(header, name, { dtype, shape: tensor.shape, data_offsets: [offset, offset + bytes] });
     offset += bytes;
   }
   const json = new TextEncoder().encode(JSON.stringify(header));
@@ -190,7 +191,7 @@ function readHeader(
       }
       for (const [key, text] of Object.entries(value as Record<string, unknown>)) {
         if (typeof text !== "string") source.fail("header", `__metadata__ "${key}" is not a string`);
-        metadata[key] = text;
+        setOwn(metadata, key, text);
       }
       continue;
     }

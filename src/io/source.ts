@@ -227,6 +227,14 @@ export class TensorMap<Metadata = Record<string, string>> extends Map<string, Te
   }
 }
 
+/**
+ * Sets `record[key]` as an own, enumerable property, even for a key such as "__proto__" that a plain
+ * assignment would treat as the prototype (file metadata names its own keys).
+ */
+export function setOwn<T>(record: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** Tensors to write: a `Map` (a state dict, a `TensorMap`) or a plain object, by name. */
 export type NamedTensors = ReadonlyMap<string, Tensor> | Readonly<Record<string, Tensor>>;
 
