@@ -52,6 +52,7 @@ export type { DTypeApi, DTypeLike, DTypeName, TypedArray } from "./src/core/dtyp
 export { Layout } from "./src/core/layout.ts";
 export type { LayoutApi } from "./src/core/layout.ts";
 export * as ops from "./src/ops/mod.ts";
+export * as io from "./src/io/mod.ts";
 export { ActivationScope, tidy } from "./src/memory/scope.ts";
 export { GradMode, setDefaultKernels, TensorCompute } from "./src/context.ts";
 export type { ComputeSnapshot, GradModeApi, TensorComputeApi } from "./src/context.ts";
@@ -87,6 +88,8 @@ export {
   DTypeError,
   NativeLibraryError,
   StaleTensorError,
+  TensorFileError,
   TensorShapeError,
   TensorVersionError,
 } from "./src/core/errors.ts";
+export type { TensorFileDefect } from "./src/core/errors.ts";

@@ -169,3 +169,69 @@ export class BufferOverrunError extends Error {
     this.byteLength = byteLength;
   }
 }
+
+/** The defects a tensor file can have, each named by `TensorFileError.defect`. */
+export type TensorFileDefect =
+  /** The file does not start with its format's magic bytes. */
+  | "magic"
+  /** A format version zigtensor does not read. */
+  | "version"
+  /** A header that is malformed: bad JSON or dictionary, a missing or ill-typed field, a bad string. */
+  | "header"
+  /** The file ends before a length, a header or a tensor's data that it declares. */
+  | "truncated"
+  /** A tensor's data range is not where the format requires (out of order, a gap, misaligned, wrong size). */
+  | "offsets"
+  /** Two tensors' data ranges overlap. */
+  | "overlap"
+  /** An element type that is unknown or that zigtensor does not have. */
+  | "dtype"
+  /** A shape that is not a list of extents or whose element count or byte size is too large. */
+  | "shape"
+  /** A count (tensors, keys, array elements, string bytes) larger than the file could hold. */
+  | "count"
+  /** Two entries with the same name. */
+  | "duplicate"
+  /** A compression method zigtensor does not read, or compressed data that does not inflate. */
+  | "compression"
+  /** A stored checksum that does not match the data. */
+  | "checksum";
+
+/**
+ * A tensor file (safetensors, .npy, .npz, GGUF) is corrupt, truncated, hostile or uses a feature zigtensor
+ * does not read. `defect` names what is wrong; nothing outside the file was read. An `Error`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { io, TensorFileError } from "@zigtensor/zigtensor";
+ * try {
+ *   io.readNpy(new TextEncoder().encode("not a NumPy file"));
+ *   assert.fail("expected a TensorFileError");
+ * } catch (error) {
+ *   assert.ok(error instanceof TensorFileError && error.defect === "magic" && error.format === "npy");
+ * }
+ * ```
+ */
+export class TensorFileError extends Error {
+  /** The format being read: "safetensors", "npy", "npz" or "gguf". */
+  readonly format: string;
+  /** What is wrong with the file. */
+  readonly defect: TensorFileDefect;
+  /** The path read, or "<bytes>" for an in-memory file. */
+  readonly source: string;
+
+  constructor(
+    format: string,
+    source: string,
+    defect: TensorFileDefect,
+    rule: string,
+    options?: ErrorOptions,
+  ) {
+    super(`${format} ${source}: ${rule} (${defect})`, options);
+    this.name = "TensorFileError";
+    this.format = format;
+    this.defect = defect;
+    this.source = source;
+  }
+}
