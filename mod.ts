@@ -36,6 +36,12 @@ export { nativeKernels, referenceKernels } from "./src/kernels/sets.ts";
 export type { ArithmeticMode, ComputeSettings, KernelOperand, KernelSet } from "./src/kernels/types.ts";
 export { dequantize, quantize } from "./src/quantize.ts";
 export type { BackwardRecord, OpKind, SavedTensor } from "./src/autograd/record.ts";
+export * as nn from "./src/nn/mod.ts";
+export * as optim from "./src/optim/mod.ts";
+export { DataLoader } from "./src/data/loader.ts";
+export type { DataLoaderOptions } from "./src/data/loader.ts";
+export { Progress } from "./src/data/progress.ts";
+export type { ProgressOptions } from "./src/data/progress.ts";
 export {
   BufferOverrunError,
   DTypeError,
