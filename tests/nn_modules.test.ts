@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ActivationScope, DType, nn, ops, type Tensor } from "../mod.ts";
 import { assertClose } from "./helpers/f64.ts";
-import { disposeAll, expected, fixture, stateOf, type TensorSpec, tensorOf } from "./helpers/nn_fixtures.ts";
+import { disposeAll, expected, fixture, stateOf, tensorOf, type TensorSpec } from "./helpers/nn_fixtures.ts";
 
 interface ModuleCase {
   name: string;
@@ -81,7 +81,10 @@ function build(c: ModuleCase): AnyModule {
 /** The module's outputs, in the order the fixture lists them. */
 function run(c: ModuleCase, module: AnyModule, inputs: Tensor[], masks: Record<string, Tensor>): Tensor[] {
   if (c.name === "LSTM") {
-    const [output, [h, cell]] = module.forward(inputs[0], inputs.length === 3 ? [inputs[1], inputs[2]] : undefined);
+    const [output, [h, cell]] = module.forward(
+      inputs[0],
+      inputs.length === 3 ? [inputs[1], inputs[2]] : undefined,
+    );
     return [output, h, cell];
   }
   if (c.name === "GRU") {
@@ -141,14 +144,21 @@ for (const [index, c] of cases.entries()) {
         if (want !== null) assertClose(x.grad!, expected(want), 1e-4, `${c.name} input ${i} gradient`);
       });
       const params = new Map(module.namedParameters());
-      assert.deepEqual([...params.keys()].sort(), Object.keys(c.paramGrads).sort(), "parameters with gradients");
+      assert.deepEqual(
+        [...params.keys()].sort(),
+        Object.keys(c.paramGrads).sort(),
+        "parameters with gradients",
+      );
       for (const [name, want] of Object.entries(c.paramGrads)) {
         assertClose(params.get(name)!.grad!, expected(want), 1e-4, `${c.name} ${name} gradient`);
       }
       const after = module.stateDict();
       for (const [name, want] of Object.entries(c.stateAfter)) {
-        if (want.dtype === "int64") assert.equal(after.get(name)!.item(), BigInt(want.data[0] as number), name);
-        else if (!params.has(name)) assertClose(after.get(name)!, expected(want), 1e-5, `${c.name} ${name} after`);
+        if (want.dtype === "int64") {
+          assert.equal(after.get(name)!.item(), BigInt(want.data[0] as number), name);
+        } else if (!params.has(name)) {
+          assertClose(after.get(name)!, expected(want), 1e-5, `${c.name} ${name} after`);
+        }
       }
       for (const x of inputs) if (x.requiresGrad) x.grad = null;
     } finally {

@@ -1,7 +1,7 @@
 // Reads the PyTorch fixtures that tests/fixtures/make_nn_fixtures.py wrote into tests/fixtures/nn/.
 import { readFileSync } from "node:fs";
 import { DType, Tensor } from "../../mod.ts";
-import { f64, type F64 } from "./f64.ts";
+import { type F64, f64 } from "./f64.ts";
 
 /** A tensor as the fixture script writes it. */
 export interface TensorSpec {
