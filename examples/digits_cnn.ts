@@ -111,7 +111,9 @@ function accuracy(images: Tensor, labels: Int32Array): number {
 const trainAccuracy = accuracy(train.images, train.labels);
 const testAccuracy = accuracy(test.images, test.labels);
 console.log(
-  `train accuracy ${(100 * trainAccuracy).toFixed(2)} %, test accuracy ${(100 * testAccuracy).toFixed(2)} %, ` +
+  `train accuracy ${(100 * trainAccuracy).toFixed(2)} %, test accuracy ${
+    (100 * testAccuracy).toFixed(2)
+  } %, ` +
     `${seconds.toFixed(1)} s for ${EPOCHS} epochs (${(step / seconds).toFixed(0)} steps/s)`,
 );
 console.log(`native memory obtained by training after the first epoch: ${grown} bytes`);
