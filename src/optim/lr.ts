@@ -196,7 +196,7 @@ export interface OneCycleOptions {
  * import { optim, Tensor } from "@zigtensor/zigtensor";
  * using w = Tensor.zeros([1]).withRequiresGrad();
  * using opt = new optim.Adam([w]);
- * const schedule = new optim.lr.OneCycleLR(opt, { maxLr: 1, totalSteps: 11, pctStart: 0.5 });
+ * const schedule = new optim.lr.OneCycleLR(opt, { maxLr: 1, totalSteps: 12, pctStart: 0.5 });
  * assert.ok(Math.abs(schedule.getLastLr()[0] - 1 / 25) < 1e-12); // starts at maxLr / divFactor
  * for (let i = 0; i < 5; i++) schedule.step();
  * assert.ok(Math.abs(schedule.getLastLr()[0] - 1) < 1e-12 && opt.paramGroups[0].options.beta1 === 0.85);
