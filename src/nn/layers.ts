@@ -368,7 +368,7 @@ export class Embedding extends Module {
 export class Dropout extends Module {
   readonly #random: Xorshift128;
 
-  constructor(readonly p = 0.5, options: { seed?: number } = {}) {
+  constructor(readonly p: number = 0.5, options: { seed?: number } = {}) {
     super();
     if (typeof p !== "number" || !(p >= 0 && p <= 1)) {
       throw new RangeError(`Dropout: p must be in [0, 1], got ${String(p)}`);
@@ -454,7 +454,7 @@ export class Sigmoid extends Module {
 
 /** Softmax along `dim`. */
 export class Softmax extends Module {
-  constructor(readonly dim = -1) {
+  constructor(readonly dim: number = -1) {
     super();
   }
 
@@ -465,7 +465,7 @@ export class Softmax extends Module {
 
 /** Log-softmax along `dim`. */
 export class LogSoftmax extends Module {
-  constructor(readonly dim = -1) {
+  constructor(readonly dim: number = -1) {
     super();
   }
 
@@ -493,7 +493,7 @@ export class Identity extends Module {
  * ```
  */
 export class Flatten extends Module {
-  constructor(readonly startDim = 1, readonly endDim = -1) {
+  constructor(readonly startDim: number = 1, readonly endDim: number = -1) {
     super();
   }
 
