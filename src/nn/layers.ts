@@ -431,28 +431,68 @@ export class ReLU extends Module {
   }
 }
 
-/** GELU in its tanh form (PyTorch's `GELU(approximate="tanh")`, the form `ops.gelu` computes). */
+/**
+ * GELU in its tanh form (PyTorch's `GELU(approximate="tanh")`, the form `ops.gelu` computes).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nn, Tensor } from "@zigtensor/zigtensor";
+ * using y = new nn.GELU().forward(Tensor.from([0, 10]));
+ * assert.deepEqual([...y.toArray()], [0, 10]);
+ * ```
+ */
 export class GELU extends Module {
   forward(x: Tensor): Tensor {
     return ops.gelu(x);
   }
 }
 
-/** `tanh x`. */
+/**
+ * `tanh x`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nn, Tensor } from "@zigtensor/zigtensor";
+ * using y = new nn.Tanh().forward(Tensor.from([0]));
+ * assert.equal(y.item(), 0);
+ * ```
+ */
 export class Tanh extends Module {
   forward(x: Tensor): Tensor {
     return ops.tanh(x);
   }
 }
 
-/** `1 / (1 + e^−x)`. */
+/**
+ * `1 / (1 + e^−x)`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nn, Tensor } from "@zigtensor/zigtensor";
+ * using y = new nn.Sigmoid().forward(Tensor.from([0]));
+ * assert.equal(y.item(), 0.5);
+ * ```
+ */
 export class Sigmoid extends Module {
   forward(x: Tensor): Tensor {
     return ops.sigmoid(x);
   }
 }
 
-/** Softmax along `dim`. */
+/**
+ * Softmax along `dim`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nn, Tensor } from "@zigtensor/zigtensor";
+ * using y = new nn.Softmax(1).forward(Tensor.from([[1, 1]]));
+ * assert.deepEqual([...y.toArray()], [0.5, 0.5]);
+ * ```
+ */
 export class Softmax extends Module {
   constructor(readonly dim: number = -1) {
     super();
@@ -463,7 +503,17 @@ export class Softmax extends Module {
   }
 }
 
-/** Log-softmax along `dim`. */
+/**
+ * Log-softmax along `dim`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nn, Tensor } from "@zigtensor/zigtensor";
+ * using y = new nn.LogSoftmax(1).forward(Tensor.from([[2, 2]]));
+ * assert.ok(Math.abs((y.get(0, 0) as number) + Math.LN2) < 1e-6);
+ * ```
+ */
 export class LogSoftmax extends Module {
   constructor(readonly dim: number = -1) {
     super();
@@ -474,7 +524,17 @@ export class LogSoftmax extends Module {
   }
 }
 
-/** The input itself. */
+/**
+ * The input itself.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nn, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([1]);
+ * assert.equal(new nn.Identity().forward(x), x);
+ * ```
+ */
 export class Identity extends Module {
   forward(x: Tensor): Tensor {
     return x;
@@ -513,7 +573,17 @@ export class Flatten extends Module {
   }
 }
 
-/** 2-D max pooling (`ops.maxPool2d`). */
+/**
+ * 2-D max pooling (`ops.maxPool2d`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nn, Tensor } from "@zigtensor/zigtensor";
+ * using y = new nn.MaxPool2d(2).forward(Tensor.from([1, 2, 3, 4], [1, 1, 2, 2]));
+ * assert.equal(y.item(), 4);
+ * ```
+ */
 export class MaxPool2d extends Module {
   constructor(readonly kernelSize: Pair, readonly options: { stride?: Pair; padding?: Pair } = {}) {
     super();
@@ -524,7 +594,17 @@ export class MaxPool2d extends Module {
   }
 }
 
-/** 2-D average pooling (`ops.avgPool2d`). */
+/**
+ * 2-D average pooling (`ops.avgPool2d`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nn, Tensor } from "@zigtensor/zigtensor";
+ * using y = new nn.AvgPool2d(2).forward(Tensor.from([1, 2, 3, 4], [1, 1, 2, 2]));
+ * assert.equal(y.item(), 2.5);
+ * ```
+ */
 export class AvgPool2d extends Module {
   constructor(readonly kernelSize: Pair, readonly options: { stride?: Pair; padding?: Pair } = {}) {
     super();
