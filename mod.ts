@@ -83,6 +83,12 @@ export type {
   RecordInput,
   SavedTensor,
 } from "./src/autograd/record.ts";
+export * as nn from "./src/nn/mod.ts";
+export * as optim from "./src/optim/mod.ts";
+export { DataLoader } from "./src/data/loader.ts";
+export type { DataLoaderOptions } from "./src/data/loader.ts";
+export { Progress } from "./src/data/progress.ts";
+export type { ProgressOptions } from "./src/data/progress.ts";
 export {
   BufferOverrunError,
   DTypeError,

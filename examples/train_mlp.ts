@@ -1,7 +1,8 @@
 // Trains a two-layer perceptron end to end on a synthetic two-spiral classification task: forward pass, cross-
 // entropy loss, backward pass, and plain SGD, each step inside an ActivationScope so that steady-state steps
-// obtain no new native memory. Run with `npm run example` (or `deno run -A examples/train_mlp.ts`, or
-// `bun examples/train_mlp.ts`). Exits non-zero if the model does not learn.
+// obtain no new native memory. Run with `deno run -A examples/train_mlp.ts` or `bun examples/train_mlp.ts`
+// (`npm run example` runs examples/digits_cnn.ts, the same loop with nn modules and an optimizer). Exits
+// non-zero if the model does not learn.
 import { ActivationScope, BufferPool, GradMode, kernelInfo, ops, Tensor } from "../mod.ts";
 
 const SAMPLES_PER_CLASS = 200;

@@ -6,7 +6,7 @@
 #   bash scripts/dev.sh setup     install Zig (the version pinned in build.zig.zon), Deno, Bun, TypeScript, qemu-user
 #   bash scripts/dev.sh build     build the release and CHECKED libraries into zig-out/
 #   bash scripts/dev.sh test      build, then the Zig tests, the Deno suite and the Bun suite against both libraries
-#   bash scripts/dev.sh example   build, then train the example model end to end (examples/train_mlp.ts)
+#   bash scripts/dev.sh example   build, then train the main example end to end (examples/digits_cnn.ts)
 #   bash scripts/dev.sh bench     build, then run the deno bench files in bench/
 #   bash scripts/dev.sh check     formatting (deno, zig), lint, doc lint, type checks for both runtimes, cross builds, publish dry run
 set -euo pipefail
@@ -130,7 +130,7 @@ case "${1:-}" in
 setup) setup; install_qemu ;;
 build) build ;;
 test) test_all ;;
-example) build; "$BIN/deno" run -A examples/train_mlp.ts ;;
+example) build; "$BIN/deno" run -A examples/digits_cnn.ts ;;
 bench) build; shift; "$BIN/deno" bench -A "${@:-bench/}" ;;
 check) check ;;
 *)

@@ -173,6 +173,14 @@ export fn zt_matmul_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const an
     return dispatch.active().gemm.matmul_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));
 }
 
+// Optimizers
+
+/// One optimizer update over a contiguous f32 parameter (zig/kernels/optim.zig documents the argument block);
+/// state pointers the algorithm does not use may be null.
+export fn zt_optim_step_f32(args: *const abi.ArgBlock, param: *anyopaque, grad: *const anyopaque, s0: ?*anyopaque, s1: ?*anyopaque, s2: ?*anyopaque) void {
+    dispatch.active().optim.step_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(param)), @ptrCast(@alignCast(grad)), @ptrCast(@alignCast(s0)), @ptrCast(@alignCast(s1)), @ptrCast(@alignCast(s2)));
+}
+
 // --- benchmark only: the machine's limits, measured by the selected variant (zig/bench.zig) ---
 
 export fn zt_bench_fma_f32(iterations: u32) f64 {

@@ -7,6 +7,7 @@ const kernels: table.KernelTable = .{
     .elementwise = @import("kernels/elementwise.zig").table_entries,
     .gemm = @import("kernels/gemm.zig").table_entries,
     .movement = @import("kernels/movement.zig").table_entries,
+    .optim = @import("kernels/optim.zig").table_entries,
 };
 
 comptime {

@@ -18,6 +18,7 @@ import {
   referenceQuantize,
 } from "./quant.ts";
 import type { DType } from "../core/dtype.ts";
+import { nativeOptimizerStep, referenceOptimizerStep } from "../optim/kernel.ts";
 
 /**
  * The native kernels (the default set).
@@ -48,6 +49,7 @@ export const nativeKernels: KernelSet = {
     nativeQuantize(format as QuantFormat, blocks, out, a, settings.threads),
   dequantize: (format, blocks, out, a, settings) =>
     nativeDequantize(format as QuantFormat, blocks, out, a, settings.threads),
+  optimizerStep: nativeOptimizerStep,
 };
 
 /**
@@ -76,4 +78,5 @@ export const referenceKernels: KernelSet = {
   fromBlocked: (shape, b, bytes, out, a) => referenceFromBlocked(shape, b, bytes, out, a),
   quantize: (format, blocks, out, a) => referenceQuantize(format as QuantFormat, blocks, out, a),
   dequantize: (format, blocks, out, a) => referenceDequantize(format as QuantFormat, blocks, out, a),
+  optimizerStep: referenceOptimizerStep,
 };

@@ -9,6 +9,7 @@
  */
 import type { NativePointer } from "../native/symbols.ts";
 import type { TypedArray } from "../core/dtype.ts";
+import type { OptimizerStepKernel } from "../optim/kernel.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -244,5 +245,10 @@ export interface BlockKernels {
   ): void;
 }
 
-/** A complete kernel set: compute and data movement. */
-export type KernelSet = TensorKernels & MovementKernels & BlockKernels;
+/** The optimizer update kernel (src/optim/kernel.ts). */
+export interface OptimizerKernels {
+  readonly optimizerStep: OptimizerStepKernel;
+}
+
+/** A complete kernel set: compute, data movement and the optimizer update. */
+export type KernelSet = TensorKernels & MovementKernels & BlockKernels & OptimizerKernels;

@@ -21,4 +21,5 @@ pub const KernelTable = extern struct {
     elementwise: @import("elementwise.zig").Table,
     gemm: @import("gemm.zig").Table,
     movement: @import("movement.zig").Table,
+    optim: @import("optim.zig").Table,
 };
