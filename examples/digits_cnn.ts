@@ -1,5 +1,5 @@
 // Trains a small CNN on the UCI handwritten digits (8×8 images, 10 classes; scikit-learn's copy, exported once
-// by examples/data/export_digits.py) with nn modules, AdamW, a cosine schedule and a shuffling DataLoader, then
+// by examples/data/export_digits.py to digits.npz) with nn modules, AdamW, a cosine schedule and a shuffling DataLoader, then
 // reports test accuracy, time and the native memory obtained after warm-up. The same model in PyTorch:
 // examples/digits_cnn_torch.py. Run with `npm run example`, `deno run -A examples/digits_cnn.ts` or
 // `bun examples/digits_cnn.ts`. Exits non-zero below 97 % test accuracy.
@@ -9,7 +9,9 @@ import {
   ActivationScope,
   BufferPool,
   DataLoader,
+  DType,
   GradMode,
+  io,
   kernelInfo,
   nn,
   ops,
@@ -36,12 +38,11 @@ function readMeta(): DigitsMeta {
 
 /** Pixels scaled to [0, 1] as [N, 1, 8, 8] F32, and labels as I32, for rows `first … end`. */
 function digits(meta: DigitsMeta, first: number, end: number): { images: Tensor; labels: Int32Array } {
-  const bytes = readFileSync(new URL("./data/digits.bin", import.meta.url));
-  const pixels = meta.height * meta.width;
-  const n = end - first;
-  const images = Float32Array.from(bytes.subarray(first * pixels, end * pixels), (v) => v / meta.maxValue);
-  const labels = Int32Array.from(bytes.subarray(meta.count * pixels + first, meta.count * pixels + end));
-  return { images: Tensor.from(images, [n, 1, meta.height, meta.width]), labels };
+  using data = io.readNpz(new URL("./data/digits.npz", import.meta.url));
+  using _scope = new ActivationScope();
+  const images = data.get("images")!.slice(0, first, end).cast(DType.F32).div(meta.maxValue);
+  const labels = Int32Array.from(data.get("labels")!.slice(0, first, end).toArray() as Uint8Array);
+  return { images: ActivationScope.keep(images.reshape([end - first, 1, meta.height, meta.width])), labels };
 }
 
 /** The model (digits_cnn_torch.py builds the same). */

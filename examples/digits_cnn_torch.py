@@ -20,11 +20,10 @@ if len(sys.argv) > 1:
     torch.set_num_threads(int(sys.argv[1]))
 torch.manual_seed(0)
 meta = json.load(open(os.path.join(HERE, "data", "digits.json")))
-raw = np.fromfile(os.path.join(HERE, "data", "digits.bin"), dtype=np.uint8)
-pixels = meta["height"] * meta["width"]
-images = torch.tensor(raw[: meta["count"] * pixels].reshape(-1, 1, meta["height"], meta["width"]),
+data = np.load(os.path.join(HERE, "data", "digits.npz"))
+images = torch.tensor(data["images"].reshape(-1, 1, meta["height"], meta["width"]),
                       dtype=torch.float32) / meta["maxValue"]
-labels = torch.tensor(raw[meta["count"] * pixels:], dtype=torch.int64)
+labels = torch.tensor(data["labels"], dtype=torch.int64)
 train_x, test_x = images[: meta["train"]], images[meta["train"]:]
 train_y, test_y = labels[: meta["train"]], labels[meta["train"]:]
 

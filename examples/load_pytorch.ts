@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
-import { ActivationScope, GradMode, io, nn, Tensor } from "../mod.ts";
+import { ActivationScope, DType, GradMode, io, nn } from "../mod.ts";
 
 interface Expected {
   first: number;
@@ -17,11 +17,6 @@ interface Expected {
 const data = (name: string) => new URL(`./data/${name}`, import.meta.url);
 const expected = JSON.parse(readFileSync(data("digits_cnn_logits.json"), "utf8")) as Expected;
 const meta = JSON.parse(readFileSync(data("digits.json"), "utf8")) as { count: number; maxValue: number };
-const bytes = readFileSync(data("digits.bin"));
-const images = Float32Array.from(
-  bytes.subarray(expected.first * 64, (expected.first + expected.count) * 64),
-  (v) => v / meta.maxValue,
-);
 
 // The model of examples/digits_cnn.ts; its state dict keys are PyTorch's ("0.weight", ..., "9.bias").
 using model = new nn.Sequential(
@@ -42,8 +37,10 @@ using model = new nn.Sequential(
   console.log(`loaded ${weights.size} tensors saved by PyTorch ${weights.metadata.torch}`);
 }
 model.eval();
-using x = Tensor.from(images, [expected.count, 1, 8, 8]);
 using _scope = new ActivationScope();
+using digits = io.readNpz(data("digits.npz"));
+const x = digits.get("images")!.slice(0, expected.first, expected.first + expected.count).cast(DType.F32)
+  .div(meta.maxValue).reshape([expected.count, 1, 8, 8]);
 const logits = GradMode.noGrad(() => model.forward(x)).toArray() as Float32Array;
 let worst = 0;
 let agree = 0;

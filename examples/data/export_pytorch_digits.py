@@ -17,10 +17,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 torch.manual_seed(0)
 torch.set_num_threads(1)
 meta = json.load(open(os.path.join(HERE, "digits.json")))
-raw = np.fromfile(os.path.join(HERE, "digits.bin"), dtype=np.uint8)
-pixels = meta["height"] * meta["width"]
-images = torch.tensor(raw[: meta["count"] * pixels].reshape(-1, 1, 8, 8), dtype=torch.float32) / meta["maxValue"]
-labels = torch.tensor(raw[meta["count"] * pixels:], dtype=torch.int64)
+data = np.load(os.path.join(HERE, "digits.npz"))
+images = torch.tensor(data["images"].reshape(-1, 1, 8, 8), dtype=torch.float32) / meta["maxValue"]
+labels = torch.tensor(data["labels"], dtype=torch.int64)
 train_x, train_y = images[: meta["train"]], labels[: meta["train"]]
 test_x = images[meta["train"]: meta["train"] + 32]
 

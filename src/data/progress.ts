@@ -69,7 +69,9 @@ export class Progress {
     const elapsed = (performance.now() - this.#start) / 1000;
     const rate = step / Math.max(elapsed, 1e-9);
     const parts = [`${this.#label ? `${this.#label} ` : ""}${step}/${this.#total}`];
-    for (const [name, value] of Object.entries(metrics)) parts.push(`${name} ${value.toFixed(4)}`);
+    for (const [name, value] of Object.entries(metrics)) {
+      parts.push(`${name} ${Number.isInteger(value) ? value : value.toFixed(4)}`);
+    }
     parts.push(`${rate.toFixed(1)} steps/s`, `ETA ${duration((this.#total - step) / rate)}`);
     this.#line = parts.join("  ");
     if (this.#tty) {
