@@ -40,6 +40,7 @@ export {
   BufferOverrunError,
   DTypeError,
   NativeLibraryError,
+  OptionError,
   StaleTensorError,
   TensorShapeError,
   TensorVersionError,

@@ -7,7 +7,7 @@
  */
 import { type DType, type DTypeInfo, dtypeInfo, type TypedArray } from "./dtype.ts";
 import { decodeElement, type ElementValue, encodeElement } from "./element.ts";
-import { DTypeError, TensorShapeError } from "./errors.ts";
+import { DTypeError, OptionError, TensorShapeError } from "./errors.ts";
 import { detectLayout, Layout } from "./layout.ts";
 import {
   checkBytes,
@@ -18,14 +18,18 @@ import {
   isContiguous,
 } from "./shape.ts";
 import { Storage } from "./storage.ts";
-import type { Arena } from "./memory.ts";
+import { Arena } from "./memory.ts";
+import { checkOptions, describe } from "./options.ts";
 import type { NativePointer } from "./native/symbols.ts";
 import type { KernelOperand } from "./kernels/types.ts";
 import type { BackwardRecord, LeafNode } from "./autograd/record.ts";
 import { leafNode } from "./autograd/record.ts";
 import { backward } from "./autograd/engine.ts";
 import * as ops from "./ops/mod.ts";
-import { randomFill } from "./random.ts";
+import { randomFill, type Seed, seedWords } from "./random.ts";
+
+const CREATE_KEYS = ["arena"] as const;
+const RANDOM_KEYS = ["arena", "seed"] as const;
 
 /** Options every creator takes. */
 export interface CreateOptions {
@@ -89,21 +93,44 @@ export class Tensor {
   readonly offset: number;
   /** B for an NchwC(B) blocked tensor, 0 otherwise. */
   readonly blockSize: number;
-  /** The backward record that produced this tensor, or null for leaves and untracked tensors. */
-  gradFn: BackwardRecord | null;
   readonly #leaf: LeafNode | null;
+  #gradFn: BackwardRecord | null;
   #elements: TypedArray | null = null;
 
-  /** Internal: build tensors with the creators, views and ops. */
+  /**
+   * Internal: build tensors with the creators, views and ops. Every bound is checked against the storage here
+   * (spec 000: bounds are checked when a view is made): the shape's extents, one integer stride per axis, an
+   * offset such that every reachable element lies inside the storage. Shape and strides are frozen and every
+   * field is read-only, so a handle cannot be changed into one that reaches memory it does not own.
+   */
   constructor(parts: TensorParts) {
-    this.storage = parts.storage;
+    const op = "Tensor";
+    const storage = parts.storage;
+    if (!(storage instanceof Storage)) throw new TypeError(`${op}: storage must be a Storage, got ${String(storage)}`);
+    const info = dtypeInfo(parts.dtype, op);
+    const shape = frozen(parts.shape);
+    checkShape(op, shape);
+    const blockSize = parts.blockSize ?? 0;
+    this.storage = storage;
     this.dtype = parts.dtype;
-    this.shape = parts.shape;
-    this.strides = parts.strides;
+    this.shape = shape;
+    this.strides = checkedStrides(op, shape, parts.strides);
     this.offset = parts.offset;
-    this.blockSize = parts.blockSize ?? 0;
-    this.gradFn = parts.gradFn ?? null;
+    this.blockSize = blockSize;
+    checkBounds(op, this, info);
+    this.#gradFn = parts.gradFn ?? null;
     this.#leaf = parts.leaf ?? null;
+    Object.freeze(this);
+  }
+
+  /** The backward record that produced this tensor, or null for leaves and untracked tensors. */
+  get gradFn(): BackwardRecord | null {
+    return this.#gradFn;
+  }
+
+  /** Internal: set by the autograd recorder on an op's fresh result. */
+  set gradFn(record: BackwardRecord | null) {
+    this.#gradFn = record;
   }
 
   // --- creating ---
@@ -129,6 +156,7 @@ export class Tensor {
     dtype?: DType,
     options: CreateOptions = {},
   ): Tensor {
+    checkOptions("from", options, CREATE_KEYS);
     const { flat, inferredShape, inferredDType } = flatten(values);
     const targetShape = shape ?? inferredShape;
     const target = dtype ?? inferredDType;
@@ -163,7 +191,7 @@ export class Tensor {
    * ```
    */
   static empty(shape: readonly number[], dtype: DType = 1, options: CreateOptions = {}): Tensor {
-    return allocate("empty", shape, dtype, false, options);
+    return allocate("empty", shape, dtype, false, checkOptions("empty", options, CREATE_KEYS));
   }
 
   /**
@@ -178,7 +206,7 @@ export class Tensor {
    * ```
    */
   static zeros(shape: readonly number[], dtype: DType = 1, options: CreateOptions = {}): Tensor {
-    return allocate("zeros", shape, dtype, true, options);
+    return allocate("zeros", shape, dtype, true, checkOptions("zeros", options, CREATE_KEYS));
   }
 
   /**
@@ -213,9 +241,10 @@ export class Tensor {
     dtype: DType = 1,
     options: CreateOptions = {},
   ): Tensor {
-    const tensor = Tensor.empty(shape, dtype, options);
     const info = dtypeInfo(dtype, "full");
-    tensor.#writable("full").fill(encodeElement(info, value, "full") as never);
+    const stored = encodeElement(info, value, "full");
+    const tensor = Tensor.empty(shape, dtype, options);
+    tensor.#writable("full").fill(stored as never);
     return tensor;
   }
 
@@ -267,9 +296,11 @@ export class Tensor {
    * assert.ok(a.toArray().join() === b.toArray().join() && a.toArray().every((v) => v >= 0 && v < 1));
    * ```
    */
-  static rand(shape: readonly number[], options: CreateOptions & { seed?: number } = {}): Tensor {
-    const tensor = Tensor.empty(shape, 1, options);
-    randomFill(tensor.#writable("rand") as Float32Array, "uniform", options.seed);
+  static rand(shape: readonly number[], options: CreateOptions & { seed?: Seed } = {}): Tensor {
+    const { arena, seed } = checkOptions("rand", options, RANDOM_KEYS);
+    if (seed !== undefined) seedWords("rand", seed);
+    const tensor = allocate("rand", shape, 1, false, { arena });
+    randomFill(tensor.#writable("rand") as Float32Array, "uniform", seed);
     return tensor;
   }
 
@@ -285,9 +316,11 @@ export class Tensor {
    * assert.ok(Math.abs(mean) < 0.2);
    * ```
    */
-  static randn(shape: readonly number[], options: CreateOptions & { seed?: number } = {}): Tensor {
-    const tensor = Tensor.empty(shape, 1, options);
-    randomFill(tensor.#writable("randn") as Float32Array, "normal", options.seed);
+  static randn(shape: readonly number[], options: CreateOptions & { seed?: Seed } = {}): Tensor {
+    const { arena, seed } = checkOptions("randn", options, RANDOM_KEYS);
+    if (seed !== undefined) seedWords("randn", seed);
+    const tensor = allocate("randn", shape, 1, false, { arena });
+    randomFill(tensor.#writable("randn") as Float32Array, "normal", seed);
     return tensor;
   }
 
@@ -564,6 +597,16 @@ export class Tensor {
     if (this.#leaf === null) {
       throw new TypeError("grad: only a leaf made by withRequiresGrad() holds a gradient");
     }
+    if (
+      value !== null &&
+      (!(value instanceof Tensor) || value.dtype !== this.dtype || formatShape(value.shape) !== formatShape(this.shape))
+    ) {
+      throw new TensorShapeError(
+        "grad",
+        `a gradient must be null or a tensor of the leaf's dtype and shape ${formatShape(this.shape)}`,
+        [this.shape],
+      );
+    }
     this.#leaf.grad?.dispose();
     this.#leaf.grad = value;
   }
@@ -610,18 +653,18 @@ export class Tensor {
     return ops.matmul(this, other);
   }
 
-  /** The sum over `axis` (a number or an array; all axes by default). */
-  sum(axis?: number | readonly number[], options: { keepDims?: boolean } = {}): Tensor {
+  /** The sum over `axis` (a number or an array; all axes by default); `true` or `{ keepDims: true }` keeps them. */
+  sum(axis?: number | readonly number[], options?: { keepDims?: boolean } | boolean): Tensor {
     return ops.sum(this, axis, options);
   }
 
   /** The mean over `axis` (all axes by default). */
-  mean(axis?: number | readonly number[], options: { keepDims?: boolean } = {}): Tensor {
+  mean(axis?: number | readonly number[], options?: { keepDims?: boolean } | boolean): Tensor {
     return ops.mean(this, axis, options);
   }
 
   /** The maximum over `axis` (all axes by default). */
-  max(axis?: number | readonly number[], options: { keepDims?: boolean } = {}): Tensor {
+  max(axis?: number | readonly number[], options?: { keepDims?: boolean } | boolean): Tensor {
     return ops.max(this, axis, options);
   }
 
@@ -806,6 +849,84 @@ class TensorOperand implements KernelOperand {
   }
 }
 
+/** `values` frozen: itself when it already is, else a frozen copy of a plain array (never someone's array). */
+function frozen(values: readonly number[]): readonly number[] {
+  if (Object.isFrozen(values)) return values;
+  if (!Array.isArray(values)) return values;
+  return Object.freeze(values.slice());
+}
+
+const INT32_MAX = 2 ** 31 - 1;
+
+/**
+ * The strides, checked: an array with one integer per axis. A stride only matters on an axis with more than
+ * one element; on the others it is set to 0 when outside 32 bits (a slice step of 2^31 gives such an axis).
+ */
+function checkedStrides(op: string, shape: readonly number[], strides: readonly number[]): readonly number[] {
+  if (!Array.isArray(strides) || strides.length !== shape.length) {
+    throw new TensorShapeError(
+      op,
+      `strides must be an array of one integer per axis of ${formatShape(shape)}, got ${String(strides)}`,
+      [shape],
+    );
+  }
+  let result = frozen(strides);
+  for (let i = 0; i < shape.length; i++) {
+    const stride = result[i];
+    if (Number.isInteger(stride) && Math.abs(stride) <= INT32_MAX) continue;
+    if (shape[i] > 1 || !Number.isInteger(stride)) {
+      throw new TensorShapeError(
+        op,
+        `stride ${String(stride)} of axis ${i} is not an integer within ±(2^31 − 1)`,
+        [shape],
+      );
+    }
+    const copy = result.slice();
+    copy[i] = 0;
+    result = Object.freeze(copy);
+  }
+  return result;
+}
+
+/** Throws unless every element `t` can reach lies inside its storage (blocked tensors: their physical span). */
+function checkBounds(op: string, t: Tensor, info: DTypeInfo): void {
+  const { shape, strides, offset, blockSize } = t;
+  if (!Number.isInteger(offset) || offset < 0 || offset > INT32_MAX) {
+    throw new TensorShapeError(op, `offset ${String(offset)} is not an integer in 0 to 2^31 − 1`, [shape]);
+  }
+  const capacity = Math.floor(t.storage.byteLength / info.blockBytes) * info.blockElements;
+  if (blockSize !== 0) {
+    const physical = shape.length === 4 && Number.isInteger(blockSize) && blockSize > 0
+      ? shape[0] * Math.ceil(shape[1] / blockSize) * blockSize * shape[2] * shape[3]
+      : Infinity;
+    if (physical > capacity || offset !== 0) {
+      throw new TensorShapeError(
+        op,
+        `a blocked NchwC(${String(blockSize)}) tensor of ${formatShape(shape)} needs ${physical} elements ` +
+          `at offset 0; its storage holds ${capacity}`,
+        [shape],
+      );
+    }
+    return;
+  }
+  let low = offset;
+  let high = offset;
+  for (let axis = 0; axis < shape.length; axis++) {
+    if (shape[axis] === 0) return;
+    const reach = (shape[axis] - 1) * strides[axis];
+    if (reach < 0) low += reach;
+    else high += reach;
+  }
+  if (low < 0 || high >= capacity) {
+    throw new TensorShapeError(
+      op,
+      `a view of ${formatShape(shape)} with strides ${formatShape(strides)} and offset ${offset} reaches ` +
+        `elements ${low} to ${high}; its storage holds ${capacity}`,
+      [shape],
+    );
+  }
+}
+
 /** Rents storage for a new contiguous tensor, checking shape and byte limits first. */
 export function allocate(
   op: string,
@@ -827,6 +948,9 @@ export function allocate(
   }
   const bytes = (count / info.blockElements) * info.blockBytes;
   checkBytes(op, shape, bytes);
+  if (options.arena !== undefined && !(options.arena instanceof Arena)) {
+    throw new OptionError(op, `arena must be an Arena, got ${describe(options.arena)}`);
+  }
   const storage = Storage.rent(bytes, { zero, arena: options.arena, scoped: options.scoped ?? false });
   return new Tensor({ storage, dtype, shape: [...shape], strides: contiguousStrides(shape), offset: 0 });
 }
@@ -869,7 +993,7 @@ function flatten(
     return { flat: typed, inferredShape: [typed.length], inferredDType: typedArrayDType(typed) };
   }
   if (!Array.isArray(values)) {
-    throw new TypeError(`from: values must be a typed array or an array, got ${String(values)}`);
+    throw new OptionError("from", `values must be a typed array or an array, got ${describe(values)}`);
   }
   const shape: number[] = [];
   let level: unknown = values;
@@ -904,7 +1028,7 @@ function flatten(
   const inferredDType: DType = typeof first === "bigint" ? 7 : typeof first === "boolean" ? 9 : 1;
   for (const v of flat) {
     if (typeof v !== "number" && typeof v !== "bigint" && typeof v !== "boolean") {
-      throw new TypeError(`from: values must be numbers, bigints or booleans, got ${typeof v}`);
+      throw new OptionError("from", `values must be numbers, bigints or booleans, got ${describe(v)}`);
     }
   }
   return { flat, inferredShape: shape.length === 1 && shape[0] === 0 ? [0] : shape, inferredDType };

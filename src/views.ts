@@ -20,7 +20,7 @@ export function permuteView(view: ViewMeta, dims: readonly number[], op = "permu
   if (!Array.isArray(dims) || dims.length !== rank) {
     throw new TensorShapeError(
       op,
-      `the permutation ${formatShape(dims ?? [])} must list ${rank} axes for shape ${
+      `the permutation ${Array.isArray(dims) ? formatShape(dims) : String(dims)} must be an array of ${rank} axes for shape ${
         formatShape(view.shape)
       }`,
       [view.shape],

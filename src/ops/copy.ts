@@ -5,7 +5,8 @@
  * @module
  */
 import { type DType, dtypeInfo } from "../dtype.ts";
-import { DTypeError, TensorShapeError } from "../errors.ts";
+import { DTypeError, OptionError, TensorShapeError } from "../errors.ts";
+import { checkTensor, describe } from "../options.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { Layout, nhwcStrides } from "../layout.ts";
 import { checkBytes, checkShape, contiguousStrides, formatShape } from "../shape.ts";
@@ -39,6 +40,7 @@ function copyQuantizedRows(op: string, dst: Tensor, src: Tensor): void {
 
 /** Itself when contiguous, else a row-major copy (recorded as Reshape). */
 export function contiguous(t: Tensor): Tensor {
+  checkTensor("contiguous", "the input", t);
   if (t.isContiguous) return t;
   if (t.blockSize > 0) {
     throw new TensorShapeError(
@@ -54,6 +56,7 @@ export function contiguous(t: Tensor): Tensor {
 
 /** A row-major copy that no scope tracks (recorded as Reshape, the identity on the logical tensor). */
 export function clone(t: Tensor): Tensor {
+  checkTensor("clone", "the input", t);
   if (t.blockSize > 0) {
     throw new TensorShapeError(
       "clone",
@@ -68,6 +71,7 @@ export function clone(t: Tensor): Tensor {
 
 /** A copy converted to `dtype` by the cast rules. Records Cast. */
 export function cast(t: Tensor, dtype: DType): Tensor {
+  checkTensor("cast", "the input", t);
   const from = dtypeInfo(t.dtype, "cast");
   const to = dtypeInfo(dtype, "cast");
   if (from.isQuantized || to.isQuantized || t.blockSize > 0) {
@@ -94,6 +98,8 @@ function contiguousCopy(op: string, t: Tensor, scoped: boolean): Tensor {
 
 /** Copies `source`, broadcast to `target`'s shape and cast to its dtype, into `target`; counts as a write. */
 export function copyInto(target: Tensor, source: Tensor): void {
+  checkTensor("copyFrom", "the target", target);
+  checkTensor("copyFrom", "the source", source);
   if (target.requiresGrad && shouldRecord(target)) {
     throw new TypeError(
       "copyFrom: cannot write in place into a tensor that requires gradients while gradients are recorded; " +
@@ -177,6 +183,17 @@ function allocateBlocked(op: string, shape: readonly number[], dtype: DType, blo
  */
 export function toLayout(t: Tensor, layout: Layout): Tensor {
   const op = "toLayout";
+  checkTensor(op, "the input", t);
+  const known = layout === Layout.Nchw || layout === Layout.Nhwc || layout === Layout.Strided ||
+    (typeof layout === "object" && layout !== null && layout.kind === "nchwc" &&
+      Number.isInteger(layout.blockSize) && layout.blockSize >= 1 && layout.blockSize <= 256 &&
+      Layout.nchwc(layout.blockSize) === layout);
+  if (!known) {
+    throw new OptionError(
+      op,
+      `layout must be Layout.Nchw, Layout.Nhwc or Layout.nchwc(B), got ${describe(layout)}`,
+    );
+  }
   if (t.rank !== 4) {
     throw new TensorShapeError(op, `layouts apply to rank-4 NCHW tensors, got ${formatShape(t.shape)}`, [
       t.shape,

@@ -6,6 +6,7 @@
  * @module
  */
 import { DTypeError, TensorShapeError } from "../errors.ts";
+import { checkTensor } from "../options.ts";
 import { dtypeInfo } from "../dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
@@ -20,7 +21,7 @@ export type Operand = Tensor | number;
 /** Eager arithmetic takes F32 tensors (integers are for indices and labels). */
 export function checkF32(op: string, ...tensors: readonly Tensor[]): void {
   for (const t of tensors) {
-    if (!(t instanceof Tensor)) throw new TypeError(`${op}: expected a Tensor or a number, got ${String(t)}`);
+    checkTensor(op, "an operand", t);
     if (t.dtype !== 1 || t.blockSize > 0) {
       throw new DTypeError(
         op,
@@ -100,6 +101,9 @@ export function unaryKernel(op: string, kind: UnaryOp, a: Tensor): Tensor {
 }
 
 function arithmetic(op: string, kind: BinaryOp, recordAs: OpKind, x: Operand, y: Operand): Tensor {
+  // Both operands are checked before either scalar is allocated, so a refused call allocates nothing.
+  if (typeof x !== "number") checkF32(op, x);
+  if (typeof y !== "number") checkF32(op, y);
   const a = asTensor(op, x);
   const b = asTensor(op, y);
   // Scalars made from numbers are temporaries: freed now, or owned by the record that may save them.

@@ -7,6 +7,7 @@
  * @module
  */
 import { DTypeError, TensorShapeError } from "../errors.ts";
+import { checkOptions } from "../options.ts";
 import { GradMode } from "../context.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
@@ -127,9 +128,10 @@ function recordNorm(
 export function layerNorm(
   x: Tensor,
   normalizedShape: number | readonly number[],
-  options: LayerNormOptions = {},
+  options?: LayerNormOptions,
 ): Tensor {
   const op = "layerNorm";
+  options = checkOptions(op, options, ["weight", "bias", "eps"]);
   checkF32(op, x);
   const shape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
   const k = shape.length;
@@ -271,9 +273,10 @@ export function batchNorm(
   x: Tensor,
   runningMean: Tensor | null,
   runningVar: Tensor | null,
-  options: BatchNormOptions = {},
+  options?: BatchNormOptions,
 ): Tensor {
   const op = "batchNorm";
+  options = checkOptions(op, options, ["weight", "bias", "training", "momentum", "eps"]);
   checkBatchNorm(op, x, runningMean, runningVar, options);
   const training = options.training ?? false;
   const eps = options.eps ?? 1e-5;

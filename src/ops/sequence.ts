@@ -6,6 +6,7 @@
  * @module
  */
 import { DTypeError, TensorShapeError } from "../errors.ts";
+import { checkOptions } from "../options.ts";
 import { dtypeInfo } from "../dtype.ts";
 import { formatShape } from "../shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
@@ -127,8 +128,9 @@ function composite<T>(inputs: readonly (Tensor | undefined)[], run: () => T): T 
  * assert.equal(h.get(0, 0, 0), output.get(0, 2, 0));
  * ```
  */
-export function lstm(x: Tensor, weights: RnnWeights, options: LstmOptions = {}): LstmResult {
+export function lstm(x: Tensor, weights: RnnWeights, options?: LstmOptions): LstmResult {
   const op = "lstm";
+  options = checkOptions(op, options, ["h0", "c0"]);
   const hidden = checkRecurrent(op, 4, x, weights, [options.h0, options.c0]);
   const { weightIh, weightHh, biasIh, biasHh } = weights;
   const [n, steps] = x.shape;
@@ -166,8 +168,9 @@ export function lstm(x: Tensor, weights: RnnWeights, options: LstmOptions = {}):
  * assert.equal(h.get(0, 1, 2), 0.0625); // z = 0.5 and n = 0: the state halves at each step
  * ```
  */
-export function gru(x: Tensor, weights: RnnWeights, options: GruOptions = {}): GruResult {
+export function gru(x: Tensor, weights: RnnWeights, options?: GruOptions): GruResult {
   const op = "gru";
+  options = checkOptions(op, options, ["h0"]);
   const hidden = checkRecurrent(op, 3, x, weights, [options.h0]);
   const { weightIh, weightHh, biasIh, biasHh } = weights;
   const [n, steps] = x.shape;
@@ -428,9 +431,10 @@ export function ctcLoss(
   targets: Tensor,
   inputLengths: Tensor | readonly number[],
   targetLengths: Tensor | readonly number[],
-  options: CtcLossOptions = {},
+  options?: CtcLossOptions,
 ): Tensor {
   const op = "ctcLoss";
+  options = checkOptions(op, options, ["blank", "reduction", "zeroInfinity"]);
   const problem = checkCtc(op, logProbs, targets, inputLengths, targetLengths, options);
   const reduction = REDUCTIONS.indexOf(options.reduction ?? "mean");
   const zeroInfinity = options.zeroInfinity ?? false;
