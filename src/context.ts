@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { OptionError } from "./errors.ts";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { hardwareThreads } from "./kernel_info.ts";
 import type { ArithmeticMode, ComputeSettings, KernelSet } from "./kernels/types.ts";
@@ -50,7 +51,7 @@ export function setDefaultKernels(set: KernelSet): void {
 
 function checkMode(mode: unknown): ArithmeticMode {
   if (mode !== "fast" && mode !== "exact") {
-    throw new TypeError(`TensorCompute: mode must be "fast" or "exact", got ${JSON.stringify(mode)}`);
+    throw new OptionError("TensorCompute", `mode must be "fast" or "exact", got ${JSON.stringify(mode)}`);
   }
   return mode;
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { BufferOverrunError, TensorShapeError } from "./errors.ts";
+import { BufferOverrunError, OptionError, TensorShapeError } from "./errors.ts";
 import { library, native } from "./native/library.ts";
 import { ffi } from "./native/runtime.ts";
 import type { NativePointer } from "./native/symbols.ts";
@@ -346,7 +346,7 @@ export class Arena implements Disposable {
   }
 
   #alloc(byteLength: number, zero: boolean): NativePointer {
-    if (this.#pointer === null) throw new TypeError("Storage.rent: the arena was disposed");
+    if (this.#pointer === null) throw new OptionError("Storage.rent", "the arena was disposed");
     const pointer = native.zt_arena_alloc(this.#pointer, byteLength, zero ? 1 : 0);
     if (pointer === null) throw new RangeError(`Storage.rent: out of native memory for ${byteLength} bytes`);
     return pointer;
@@ -367,7 +367,7 @@ export class Arena implements Disposable {
    * ```
    */
   reset(): void {
-    if (this.#pointer === null) throw new TypeError("Arena.reset: the arena was disposed");
+    if (this.#pointer === null) throw new OptionError("Arena.reset", "the arena was disposed");
     if (this.#detachBuffers()) {
       // A buffer over the arena's memory was transferred away: retire that memory, start a new allocator.
       this.#pointer = this.#record.pointer = createArena(this.#chunkBytes);
@@ -418,7 +418,7 @@ export class Arena implements Disposable {
    * ```
    */
   stats(): ArenaStats {
-    if (this.#pointer === null) throw new TypeError("Arena.stats: the arena was disposed");
+    if (this.#pointer === null) throw new OptionError("Arena.stats", "the arena was disposed");
     native.zt_arena_stats(this.#pointer, ffi.pointerOf(this.#words));
     const [chunks, largeBlocks, reservedBytes, usedBytes] = readU64s(this.#words, 4);
     return { chunks, largeBlocks, reservedBytes, usedBytes, generation: this.#generation };

@@ -106,7 +106,7 @@ export class Tensor {
   constructor(parts: TensorParts) {
     const op = "Tensor";
     const storage = parts.storage;
-    if (!(storage instanceof Storage)) throw new TypeError(`${op}: storage must be a Storage, got ${String(storage)}`);
+    if (!(storage instanceof Storage)) throw new OptionError(op, `storage must be a Storage, got ${String(storage)}`);
     const info = dtypeInfo(parts.dtype, op);
     const shape = frozen(parts.shape);
     checkShape(op, shape);
@@ -595,7 +595,7 @@ export class Tensor {
 
   set grad(value: Tensor | null) {
     if (this.#leaf === null) {
-      throw new TypeError("grad: only a leaf made by withRequiresGrad() holds a gradient");
+      throw new OptionError("grad", "only a leaf made by withRequiresGrad() holds a gradient");
     }
     if (
       value !== null &&
@@ -756,6 +756,8 @@ export class Tensor {
       );
     }
     const ctor = this.dtype === 10 && float16Array !== undefined ? float16Array : info.array;
+    // An empty view may sit at an offset past the end of its storage.
+    if (this.size === 0) return new ctor(buffer, 0, 0) as TypedArray;
     return new ctor(buffer, this.offset * info.blockBytes, this.size) as TypedArray;
   }
 
@@ -765,7 +767,7 @@ export class Tensor {
     if (info.isQuantized) {
       throw new DTypeError(op, `${info.name} tensors are made by quantize(), not filled element by element`);
     }
-    return new info.array(this.storage.buffer(op), this.offset * info.blockBytes, this.size);
+    return new info.array(this.storage.buffer(op), this.size === 0 ? 0 : this.offset * info.blockBytes, this.size);
   }
 
   #scalarInfo(op: string): DTypeInfo {

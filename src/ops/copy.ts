@@ -101,8 +101,9 @@ export function copyInto(target: Tensor, source: Tensor): void {
   checkTensor("copyFrom", "the target", target);
   checkTensor("copyFrom", "the source", source);
   if (target.requiresGrad && shouldRecord(target)) {
-    throw new TypeError(
-      "copyFrom: cannot write in place into a tensor that requires gradients while gradients are recorded; " +
+    throw new OptionError(
+      "copyFrom",
+      "cannot write in place into a tensor that requires gradients while gradients are recorded; " +
         "use GradMode.noGrad() or detach() it",
     );
   }
@@ -207,8 +208,9 @@ export function toLayout(t: Tensor, layout: Layout): Tensor {
   if (t.layout === layout) return t;
   if (layout.kind === "nchwc") {
     if (t.requiresGrad && shouldRecord(t)) {
-      throw new TypeError(
-        "toLayout: blocked NchwC(B) tensors cannot require gradients; detach() the input first",
+      throw new OptionError(
+        "toLayout",
+        "blocked NchwC(B) tensors cannot require gradients; detach() the input first",
       );
     }
     using plain = t.blockSize > 0 ? toLayout(t, Layout.Nchw) : null;

@@ -211,7 +211,7 @@ function checkConcatInputs(op: string, tensors: readonly Tensor[]): void {
     throw new TensorShapeError(op, "concat needs a non-empty array of tensors");
   }
   for (const t of tensors) {
-    checkTensor(op, "every entry", t);
+    checkTensor(op, "each entry of the array of Tensors", t);
     const info = dtypeInfo(t.dtype);
     if (info.isQuantized || t.blockSize > 0) {
       throw new DTypeError(
@@ -280,7 +280,7 @@ export interface EmbeddingOptions {
 
 /** The values of an integer tensor, row-major, as numbers. */
 function integerValues(op: string, name: string, t: Tensor): number[] {
-  if (!(t instanceof Tensor)) throw new TypeError(`${op}: ${name} must be a Tensor, got ${String(t)}`);
+  if (!(t instanceof Tensor)) throw new OptionError(op, `${name} must be a Tensor, got ${String(t)}`);
   const info = dtypeInfo(t.dtype);
   if (info.isFloat || info.isQuantized || info.name === "Bool" || t.blockSize > 0) {
     throw new DTypeError(op, `${name} must be an integer tensor, got ${info.name}`);
@@ -501,7 +501,7 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOp
   const scores = attentionScores(op, q, k, v, mask);
   const scale = options.scale ?? 1 / Math.sqrt(q.shape[q.rank - 1]);
   if (typeof scale !== "number" || !Number.isFinite(scale)) {
-    throw new TypeError(`${op}: scale must be a finite number, got ${String(scale)}`);
+    throw new OptionError(op, `scale must be a finite number, got ${String(scale)}`);
   }
   const [l, s] = scores.slice(-2);
   const bool = mask !== undefined && mask.dtype === 9 ? mask : undefined;

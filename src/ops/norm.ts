@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { DTypeError, TensorShapeError } from "../errors.ts";
+import { DTypeError, OptionError, TensorShapeError } from "../errors.ts";
 import { checkOptions } from "../options.ts";
 import { GradMode } from "../context.ts";
 import { formatShape } from "../shape.ts";
@@ -51,7 +51,7 @@ interface Normalized {
 
 function checkEps(op: string, eps: number): void {
   if (typeof eps !== "number" || !(eps >= 0) || !Number.isFinite(eps)) {
-    throw new TypeError(`${op}: eps must be a finite number ≥ 0, got ${String(eps)}`);
+    throw new OptionError(op, `eps must be a finite number ≥ 0, got ${String(eps)}`);
   }
 }
 
@@ -181,10 +181,10 @@ function checkBatchNorm(
   }
   const channels = [x.shape[1]];
   if ((runningMean === null) !== (runningVar === null)) {
-    throw new TypeError(`${op}: give both running statistics or neither`);
+    throw new OptionError(op, `give both running statistics or neither`);
   }
   if (runningMean === null && options.training !== true) {
-    throw new TypeError(`${op}: evaluation mode (training: false) needs the running mean and variance`);
+    throw new OptionError(op, `evaluation mode (training: false) needs the running mean and variance`);
   }
   checkParameter(op, "runningMean", runningMean ?? undefined, channels);
   checkParameter(op, "runningVar", runningVar ?? undefined, channels);
@@ -193,7 +193,7 @@ function checkBatchNorm(
   checkEps(op, options.eps ?? 1e-5);
   const momentum = options.momentum ?? 0.1;
   if (typeof momentum !== "number" || !Number.isFinite(momentum)) {
-    throw new TypeError(`${op}: momentum must be a finite number, got ${String(momentum)}`);
+    throw new OptionError(op, `momentum must be a finite number, got ${String(momentum)}`);
   }
   if (options.training === true && x.size / Math.max(x.shape[1], 1) <= 1) {
     throw new TensorShapeError(

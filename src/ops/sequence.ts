@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { DTypeError, TensorShapeError } from "../errors.ts";
+import { DTypeError, OptionError, TensorShapeError } from "../errors.ts";
 import { checkOptions } from "../options.ts";
 import { dtypeInfo } from "../dtype.ts";
 import { formatShape } from "../shape.ts";
@@ -305,7 +305,7 @@ function checkCtc(
     throw new TensorShapeError(op, `blank must be a class in 0 to ${classes - 1}, got ${String(blank)}`);
   }
   if (!REDUCTIONS.includes(options.reduction ?? "mean")) {
-    throw new TypeError(`${op}: reduction must be "mean", "sum" or "none", got ${String(options.reduction)}`);
+    throw new OptionError(op, `reduction must be "mean", "sum" or "none", got ${String(options.reduction)}`);
   }
   const inputs = lengthsOf(op, "inputLengths", inputLengths, batch);
   const lengths = lengthsOf(op, "targetLengths", targetLengths, batch);
