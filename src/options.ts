@@ -37,7 +37,7 @@ const NO_OPTIONS: Readonly<Record<string, never>> = Object.freeze({});
 
 /**
  * `options` checked to be undefined or a plain object whose own keys are all in `accepted`; returns it, or an
- * empty object for undefined.
+ * empty object for undefined. `elsewhere` maps keys that belong in another argument to a hint saying where.
  *
  * @example
  * ```ts
@@ -47,7 +47,12 @@ const NO_OPTIONS: Readonly<Record<string, never>> = Object.freeze({});
  * assert.throws(() => checkOptions("sum", { keepdim: true }, ["keepDims"]), /keepdim.*keepDims/);
  * ```
  */
-export function checkOptions<T extends object>(op: string, options: T | undefined, accepted: readonly string[]): T {
+export function checkOptions<T extends object>(
+  op: string,
+  options: T | undefined,
+  accepted: readonly string[],
+  elsewhere: Readonly<Record<string, string>> = {},
+): T {
   if (options === undefined) return NO_OPTIONS as T;
   if (options === null || typeof options !== "object" || Array.isArray(options)) {
     throw new OptionError(
@@ -58,7 +63,11 @@ export function checkOptions<T extends object>(op: string, options: T | undefine
   for (const key in options) {
     if (!Object.hasOwn(options, key) || accepted.includes(key)) continue;
     const spelling = SPELLINGS[key];
-    const hint = spelling !== undefined && accepted.includes(spelling) ? `; zigtensor spells it ${spelling}` : "";
+    const hint = spelling !== undefined && accepted.includes(spelling)
+      ? `; zigtensor spells it ${spelling}`
+      : Object.hasOwn(elsewhere, key)
+      ? `; ${elsewhere[key]}`
+      : "";
     throw new OptionError(op, `unknown option ${key}${hint} (accepted: ${list(accepted)})`);
   }
   return options;

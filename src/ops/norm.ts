@@ -7,7 +7,7 @@
  * @module
  */
 import { DTypeError, OptionError, TensorShapeError } from "../errors.ts";
-import { checkOptions } from "../options.ts";
+import { checkOptions, describe } from "../options.ts";
 import { GradMode } from "../context.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
@@ -133,6 +133,9 @@ export function layerNorm(
   const op = "layerNorm";
   options = checkOptions(op, options, ["weight", "bias", "eps"]);
   checkF32(op, x);
+  if (typeof normalizedShape !== "number" && !Array.isArray(normalizedShape)) {
+    throw new OptionError(op, `normalizedShape must be an extent or an array of extents, got ${describe(normalizedShape)}`);
+  }
   const shape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
   const k = shape.length;
   const lead = x.rank - k;

@@ -26,8 +26,13 @@ export interface ReduceOptions {
  */
 export function keepDimsOf(op: string, options: ReduceOptions | boolean | undefined): boolean {
   if (typeof options === "boolean") return options;
-  return checkBoolean(op, "keepDims", checkOptions(op, options, REDUCE_KEYS).keepDims, false);
+  return checkBoolean(op, "keepDims", checkOptions(op, options, REDUCE_KEYS, AXIS_ELSEWHERE).keepDims, false);
 }
+
+const AXIS_ELSEWHERE = {
+  dim: "the axis is the argument before the options",
+  axis: "the axis is the argument before the options",
+};
 
 const REDUCE_KEYS = ["keepDims"] as const;
 

@@ -242,7 +242,10 @@ function outcome(name: string, seed: number, kernels?: typeof referenceKernels):
   try {
     const run = () => {
       using _ = new ActivationScope();
-      return JSON.stringify(digest(CALLS[name](new Rng(seed))));
+      return JSON.stringify(
+        digest(CALLS[name](new Rng(seed))),
+        (_, v) => (typeof v === "bigint" ? `${v}n` : Number.isNaN(v) ? "NaN" : v),
+      );
     };
     const value = kernels === undefined
       ? TensorCompute.run({ mode: "exact" }, run)
