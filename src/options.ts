@@ -86,7 +86,9 @@ export function checkOptions<T extends object>(
  */
 export function checkBoolean(op: string, name: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== "boolean") throw new OptionError(op, `${name} must be a boolean, got ${describe(value)}`);
+  if (typeof value !== "boolean") {
+    throw new OptionError(op, `${name} must be a boolean, got ${describe(value)}`);
+  }
   return value;
 }
 
@@ -129,7 +131,9 @@ export function checkInteger(op: string, name: string, value: unknown, min: numb
  * ```
  */
 export function checkTensor(op: string, name: string, value: unknown): Tensor {
-  if (!(value instanceof Tensor)) throw new OptionError(op, `${name} must be a Tensor, got ${describe(value)}`);
+  if (!(value instanceof Tensor)) {
+    throw new OptionError(op, `${name} must be a Tensor, got ${describe(value)}`);
+  }
   if (value.storage.isReleased) throw new StaleTensorError(op);
   return value;
 }
@@ -150,7 +154,9 @@ export const INT32_MAX: number = 2 ** 31 - 1;
  */
 export function describe(value: unknown): string {
   if (value === null || value === undefined) return String(value);
-  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 20 ? `${value.slice(0, 20)}…` : value)}`;
+  if (typeof value === "string") {
+    return `the string ${JSON.stringify(value.length > 20 ? `${value.slice(0, 20)}…` : value)}`;
+  }
   if (typeof value === "number" || typeof value === "boolean") return `${typeof value} ${String(value)}`;
   if (typeof value === "bigint") return `bigint ${value}n`;
   if (Array.isArray(value)) return `an array of length ${value.length}`;

@@ -76,7 +76,9 @@ export function seedWords(op: string, seed: unknown): [number, number] {
 
 /** Fills `out` with uniform [0, 1) or standard normal (Box–Muller) values; a random seed when none is given. */
 export function randomFill(out: Float32Array, kind: "uniform" | "normal", seed?: Seed): void {
-  const [low, high] = seed === undefined ? [Math.floor(Math.random() * 2 ** 32), 0] : seedWords("random", seed);
+  const [low, high] = seed === undefined
+    ? [Math.floor(Math.random() * 2 ** 32), 0]
+    : seedWords("random", seed);
   const rng = new Xorshift128(low, high);
   if (kind === "uniform") {
     for (let i = 0; i < out.length; i++) out[i] = rng.uniform();

@@ -352,7 +352,12 @@ export class Storage {
       set.items.push(this);
       this.#dropLeak();
     } else if (this.arena === null && this.#leak === null) {
-      this.#leak = { pointer: this.#pointer, byteLength: this.byteLength, released: false, buffer: this.#buffer };
+      this.#leak = {
+        pointer: this.#pointer,
+        byteLength: this.byteLength,
+        released: false,
+        buffer: this.#buffer,
+      };
       leaks.register(this, this.#leak, this.#leak);
     }
   }

@@ -106,7 +106,9 @@ export class Tensor {
   constructor(parts: TensorParts) {
     const op = "Tensor";
     const storage = parts.storage;
-    if (!(storage instanceof Storage)) throw new OptionError(op, `storage must be a Storage, got ${String(storage)}`);
+    if (!(storage instanceof Storage)) {
+      throw new OptionError(op, `storage must be a Storage, got ${String(storage)}`);
+    }
     const info = dtypeInfo(parts.dtype, op);
     const shape = frozen(parts.shape);
     checkShape(op, shape);
@@ -599,7 +601,8 @@ export class Tensor {
     }
     if (
       value !== null &&
-      (!(value instanceof Tensor) || value.dtype !== this.dtype || formatShape(value.shape) !== formatShape(this.shape))
+      (!(value instanceof Tensor) || value.dtype !== this.dtype ||
+        formatShape(value.shape) !== formatShape(this.shape))
     ) {
       throw new TensorShapeError(
         "grad",
@@ -767,7 +770,11 @@ export class Tensor {
     if (info.isQuantized) {
       throw new DTypeError(op, `${info.name} tensors are made by quantize(), not filled element by element`);
     }
-    return new info.array(this.storage.buffer(op), this.size === 0 ? 0 : this.offset * info.blockBytes, this.size);
+    return new info.array(
+      this.storage.buffer(op),
+      this.size === 0 ? 0 : this.offset * info.blockBytes,
+      this.size,
+    );
   }
 
   #scalarInfo(op: string): DTypeInfo {

@@ -7,8 +7,8 @@ import {
   ActivationScope,
   BufferPool,
   DType,
-  OptionError,
   ops,
+  OptionError,
   StaleTensorError,
   Tensor,
   TensorShapeError,
@@ -29,7 +29,11 @@ test("tensor metadata is frozen and read-only; the constructor checks every boun
   using sum = t.add(0);
   assert.deepEqual([...sum.toArray()], [1, 2, 3, 4]);
   const parts = { storage: t.storage, dtype: DType.F32, shape: [4], strides: [1], offset: 0 };
-  throwsTyped(() => new Tensor({ ...parts, shape: [1 << 20] }), TensorShapeError, /reaches elements 0 to 1048575; its storage holds 4/);
+  throwsTyped(
+    () => new Tensor({ ...parts, shape: [1 << 20] }),
+    TensorShapeError,
+    /reaches elements 0 to 1048575; its storage holds 4/,
+  );
   throwsTyped(() => new Tensor({ ...parts, offset: 1 << 28 }), TensorShapeError, /storage holds 4/);
   throwsTyped(() => new Tensor({ ...parts, strides: [-1] }), TensorShapeError, /reaches elements -3 to 0/);
   throwsTyped(() => new Tensor({ ...parts, strides: [1.5] }), TensorShapeError, /stride 1.5/);
@@ -68,7 +72,11 @@ test("integers beyond 32 bits are refused in TypeScript, naming the parameter an
     /a padded extent must be at most 2\^31 − 1/,
   );
   throwsTyped(() => ops.avgPool2d(x, { kernel: 2, padding: 2 ** 53 }), TensorShapeError, /padding must be/);
-  throwsTyped(() => ops.conv2d(x, Tensor.ones([1, 1, 1, 1]), { dilation: 2 ** 32 }), TensorShapeError, /dilation/);
+  throwsTyped(
+    () => ops.conv2d(x, Tensor.ones([1, 1, 1, 1]), { dilation: 2 ** 32 }),
+    TensorShapeError,
+    /dilation/,
+  );
   throwsTyped(() => Tensor.zeros([2 ** 31]), TensorShapeError, /2\^31 - 1/);
   throwsTyped(() => x.get(0, 0, 0, 2 ** 32), TensorShapeError, /out of range/);
 });
@@ -96,9 +104,17 @@ test("set, fill and full take the values from() takes: numbers, bigints, boolean
   for (const bad of ["abc", {}, undefined, [5], "1", null]) {
     throwsTyped(() => t.set(bad as never, 0), OptionError, /values must be numbers, bigints or booleans/);
     throwsTyped(() => t.fill(bad as never), OptionError, /values must be numbers, bigints or booleans/);
-    throwsTyped(() => Tensor.full([2], bad as never), OptionError, /values must be numbers, bigints or booleans/);
+    throwsTyped(
+      () => Tensor.full([2], bad as never),
+      OptionError,
+      /values must be numbers, bigints or booleans/,
+    );
     if (!Array.isArray(bad)) {
-      throwsTyped(() => Tensor.from([bad] as never), OptionError, /values must be numbers, bigints or booleans/);
+      throwsTyped(
+        () => Tensor.from([bad] as never),
+        OptionError,
+        /values must be numbers, bigints or booleans/,
+      );
     }
   }
   assert.deepEqual([...t.toArray()], [0, 0]);
@@ -112,7 +128,11 @@ test("bad arguments get typed errors naming the rule", () => {
   const w = Tensor.rand([3, 2, 3, 3], { seed: 2 });
   throwsTyped(() => x.permute(1 as never), TensorShapeError, /permutation 1 must be an array of 4 axes/);
   throwsTyped(() => x.sum(null as never), OptionError, /axis must be an integer or an array of integers/);
-  throwsTyped(() => ops.conv2d(x, w, { stride: {} as never }), OptionError, /stride must be an integer ≥ 1 or a pair/);
+  throwsTyped(
+    () => ops.conv2d(x, w, { stride: {} as never }),
+    OptionError,
+    /stride must be an integer ≥ 1 or a pair/,
+  );
   throwsTyped(() => ops.conv2d(x, w, null as never), OptionError, /options must be an object/);
   throwsTyped(() => ops.maxPool2d(x, undefined as never), OptionError, /kernel must be an integer ≥ 1/);
   throwsTyped(() => x.copyFrom([1, 2, 3] as never), OptionError, /the source must be a Tensor/);
@@ -129,16 +149,54 @@ test("bad arguments get typed errors naming the rule", () => {
 test("unknown option keys are refused everywhere, naming the key, the accepted ones and zigtensor's spelling", () => {
   using _ = new ActivationScope();
   const x = Tensor.rand([1, 1, 4, 4], { seed: 1 });
-  throwsTyped(() => x.sum(0, { keepdim: true } as never), OptionError, /unknown option keepdim; zigtensor spells it keepDims \(accepted: keepDims\)/);
-  throwsTyped(() => ops.mean(x, undefined, { dim: 1 } as never), OptionError, /unknown option dim; the axis is the argument/);
-  throwsTyped(() => ops.maxPool2d(x, { kernel_size: 2 } as never), OptionError, /kernel_size; zigtensor spells it kernel/);
-  throwsTyped(() => ops.conv2d(x, Tensor.ones([1, 1, 1, 1]), { bogus: 1 } as never), OptionError, /accepted: bias, stride, padding, dilation, groups/);
-  throwsTyped(() => ops.avgPool2d(x, { kernel: 2, countIncludePad: false } as never), OptionError, /countIncludePad/);
-  throwsTyped(() => Tensor.zeros([2], DType.F32, { device: "cpu" } as never), OptionError, /device; zigtensor spells it arena/);
-  throwsTyped(() => Tensor.rand([2], { generator: 1 } as never), OptionError, /generator; zigtensor spells it seed/);
-  throwsTyped(() => Tensor.from([1], undefined, undefined, { arena: {} } as never), OptionError, /arena must be an Arena/);
   throwsTyped(
-    () => ops.attention(Tensor.zeros([1, 2, 2]), Tensor.zeros([1, 2, 2]), Tensor.zeros([1, 2, 2]), { is_causal: true } as never),
+    () => x.sum(0, { keepdim: true } as never),
+    OptionError,
+    /unknown option keepdim; zigtensor spells it keepDims \(accepted: keepDims\)/,
+  );
+  throwsTyped(
+    () => ops.mean(x, undefined, { dim: 1 } as never),
+    OptionError,
+    /unknown option dim; the axis is the argument/,
+  );
+  throwsTyped(
+    () => ops.maxPool2d(x, { kernel_size: 2 } as never),
+    OptionError,
+    /kernel_size; zigtensor spells it kernel/,
+  );
+  throwsTyped(
+    () => ops.conv2d(x, Tensor.ones([1, 1, 1, 1]), { bogus: 1 } as never),
+    OptionError,
+    /accepted: bias, stride, padding, dilation, groups/,
+  );
+  throwsTyped(
+    () => ops.avgPool2d(x, { kernel: 2, countIncludePad: false } as never),
+    OptionError,
+    /countIncludePad/,
+  );
+  throwsTyped(
+    () => Tensor.zeros([2], DType.F32, { device: "cpu" } as never),
+    OptionError,
+    /device; zigtensor spells it arena/,
+  );
+  throwsTyped(
+    () => Tensor.rand([2], { generator: 1 } as never),
+    OptionError,
+    /generator; zigtensor spells it seed/,
+  );
+  throwsTyped(
+    () => Tensor.from([1], undefined, undefined, { arena: {} } as never),
+    OptionError,
+    /arena must be an Arena/,
+  );
+  throwsTyped(
+    () =>
+      ops.attention(
+        Tensor.zeros([1, 2, 2]),
+        Tensor.zeros([1, 2, 2]),
+        Tensor.zeros([1, 2, 2]),
+        { is_causal: true } as never,
+      ),
     OptionError,
     /is_causal; zigtensor spells it causal/,
   );
@@ -147,8 +205,16 @@ test("unknown option keys are refused everywhere, naming the key, the accepted o
     OptionError,
     /padding_idx; zigtensor spells it paddingIdx/,
   );
-  throwsTyped(() => ops.layerNorm(x, 4, { elementwise_affine: false } as never), OptionError, /elementwise_affine/);
-  throwsTyped(() => ops.batchNorm(x, null, null, { training: true, track_running_stats: 1 } as never), OptionError, /track_running_stats/);
+  throwsTyped(
+    () => ops.layerNorm(x, 4, { elementwise_affine: false } as never),
+    OptionError,
+    /elementwise_affine/,
+  );
+  throwsTyped(
+    () => ops.batchNorm(x, null, null, { training: true, track_running_stats: 1 } as never),
+    OptionError,
+    /track_running_stats/,
+  );
 });
 
 test("reductions take keepDims as an option or as a bare boolean (PyTorch's x.sum(1, true)), nothing else", () => {
@@ -172,13 +238,19 @@ test("seeds: exactly the integers and bigints that name distinct streams", () =>
     throwsTyped(() => Tensor.rand([2], { seed: bad as never }), OptionError, /seed must be an integer/);
     throwsTyped(() => Tensor.randn([2], { seed: bad as never }), OptionError, /seed must be an integer/);
   }
-  throwsTyped(() => Tensor.rand([2], { seed: 2 ** 53 }), TensorShapeError, /seed must be from 0 to 2\^53 − 1/);
+  throwsTyped(
+    () => Tensor.rand([2], { seed: 2 ** 53 }),
+    TensorShapeError,
+    /seed must be from 0 to 2\^53 − 1/,
+  );
   throwsTyped(() => Tensor.rand([2], { seed: -1 }), TensorShapeError, /seed must be from 0/);
   throwsTyped(() => Tensor.rand([2], { seed: 2n ** 64n }), TensorShapeError, /2\^64 − 1/);
   assert.equal(values(1), values(1n));
   assert.equal(values(2 ** 32 + 5), values(2n ** 32n + 5n));
   assert.equal(values(2 ** 53 - 1), values(2n ** 53n - 1n));
-  const distinct = [0, 1, 2, 2 ** 31, 2 ** 32, 2 ** 32 + 1, 2 ** 53 - 1, 2n ** 63n, 2n ** 64n - 1n].map(values);
+  const distinct = [0, 1, 2, 2 ** 31, 2 ** 32, 2 ** 32 + 1, 2 ** 53 - 1, 2n ** 63n, 2n ** 64n - 1n].map(
+    values,
+  );
   assert.equal(new Set(distinct).size, distinct.length);
 });
 

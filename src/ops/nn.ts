@@ -43,7 +43,10 @@ export function pair(
     return [v, v];
   }
   if (!Array.isArray(value) || value.length !== 2) {
-    throw new OptionError(op, `${name} must be an integer ≥ ${min} or a pair [h, w] of them, got ${describe(value)}`);
+    throw new OptionError(
+      op,
+      `${name} must be an integer ≥ ${min} or a pair [h, w] of them, got ${describe(value)}`,
+    );
   }
   return [checkInteger(op, name, value[0], min, max), checkInteger(op, name, value[1], min, max)];
 }
@@ -52,7 +55,10 @@ export function pair(
  * A window's stride, clamped: any stride at least the padded extent gives one output position, so a stride of
  * 2^31 or more (which PyTorch accepts) is computed as one of 2^31 − 1, never refused.
  */
-export function windowStride(op: string, value: number | readonly [number, number] | undefined): [number, number] {
+export function windowStride(
+  op: string,
+  value: number | readonly [number, number] | undefined,
+): [number, number] {
   const [h, w] = pair(op, "stride", value, 1, Number.MAX_SAFE_INTEGER);
   return [Math.min(h, INT32_MAX), Math.min(w, INT32_MAX)];
 }

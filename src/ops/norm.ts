@@ -134,7 +134,10 @@ export function layerNorm(
   options = checkOptions(op, options, ["weight", "bias", "eps"]);
   checkF32(op, x);
   if (typeof normalizedShape !== "number" && !Array.isArray(normalizedShape)) {
-    throw new OptionError(op, `normalizedShape must be an extent or an array of extents, got ${describe(normalizedShape)}`);
+    throw new OptionError(
+      op,
+      `normalizedShape must be an extent or an array of extents, got ${describe(normalizedShape)}`,
+    );
   }
   const shape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
   const k = shape.length;

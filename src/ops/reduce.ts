@@ -178,7 +178,14 @@ export function min(
 export function argmax(x: Tensor, axis: number, options?: ReduceOptions | boolean): Tensor {
   checkF32("argmax", x);
   const keepDims = keepDimsOf("argmax", options);
-  return reduceKernel("argmax", ReduceOp.ArgMax, x, [normalizeAxis("argmax", axis, x.rank, x.shape)], keepDims, 7);
+  return reduceKernel(
+    "argmax",
+    ReduceOp.ArgMax,
+    x,
+    [normalizeAxis("argmax", axis, x.rank, x.shape)],
+    keepDims,
+    7,
+  );
 }
 
 function softmaxFamily(op: string, kind: SoftmaxOp, recordAs: OpKind, x: Tensor, axis: number): Tensor {

@@ -39,7 +39,9 @@ function checkPlain(op: string, t: Tensor): void {
 
 /** A target shape must be an array (its extents are checked by the view rules). */
 function checkShapeArgument(op: string, shape: unknown): void {
-  if (!Array.isArray(shape)) throw new OptionError(op, `shape must be an array of extents, got ${describe(shape)}`);
+  if (!Array.isArray(shape)) {
+    throw new OptionError(op, `shape must be an array of extents, got ${describe(shape)}`);
+  }
 }
 
 /** Quantized tensors keep whole blocks along the last axis in every view. */

@@ -3,7 +3,8 @@
 // 2^31, 2^32 and 2^53 and non-numbers. Every call must either throw one of zigtensor's typed errors or return
 // what the reference kernels return for the same call (exact mode, bit for bit; any NaN matches any NaN).
 // Prints "case N" to stderr before each case, so a parent that sees this process die knows the seed; prints
-// one JSON summary line on stdout. Environment: FUZZ_SEED (first seed), FUZZ_CASES (how many).
+// one JSON summary line on stdout. Environment: FUZZ_SEED (first seed), FUZZ_CASES (how many), FUZZ_SECONDS (a
+// time budget: stop early once spent).
 import { writeSync } from "node:fs";
 import {
   ActivationScope,
@@ -11,8 +12,8 @@ import {
   DType,
   DTypeError,
   Layout,
-  OptionError,
   ops,
+  OptionError,
   referenceKernels,
   StaleTensorError,
   Tensor,
@@ -25,6 +26,8 @@ import { Xorshift128 } from "../../src/random.ts";
 const TYPED = [TensorShapeError, DTypeError, OptionError, StaleTensorError, TensorVersionError];
 const first = Number(process.env.FUZZ_SEED ?? 1);
 const cases = Number(process.env.FUZZ_CASES ?? 1000);
+/** A time budget: the run stops early (reporting how many cases ran) once it is spent. */
+const seconds = Number(process.env.FUZZ_SECONDS ?? 1e9);
 
 class Rng {
   readonly #words: Xorshift128;
@@ -44,11 +47,55 @@ class Rng {
 
 /** Values that break rules: big integers, non-integers, non-numbers, PyTorch option spellings. */
 const WEIRD: unknown[] = [
-  0, 1, -1, 2, 3, -2, 2 ** 31 - 1, 2 ** 31, 2 ** 31 + 2, -(2 ** 31), 2 ** 32, 2 ** 32 + 1, 2 ** 53, 2 ** 53 - 1,
-  -(2 ** 53), 1.5, NaN, Infinity, -Infinity, "a", "1", null, undefined, {}, [], [1, 2], [2 ** 31, 1], true, 5n,
-  { dim: 1 }, { keepdim: true }, { axis: 0 }, { keepDims: true }, { kernel: 2 }, { stride: {} }, [1],
+  0,
+  1,
+  -1,
+  2,
+  3,
+  -2,
+  2 ** 31 - 1,
+  2 ** 31,
+  2 ** 31 + 2,
+  -(2 ** 31),
+  2 ** 32,
+  2 ** 32 + 1,
+  2 ** 53,
+  2 ** 53 - 1,
+  -(2 ** 53),
+  1.5,
+  NaN,
+  Infinity,
+  -Infinity,
+  "a",
+  "1",
+  null,
+  undefined,
+  {},
+  [],
+  [1, 2],
+  [2 ** 31, 1],
+  true,
+  5n,
+  { dim: 1 },
+  { keepdim: true },
+  { axis: 0 },
+  { keepDims: true },
+  { kernel: 2 },
+  { stride: {} },
+  [1],
 ];
-const DTYPES = [DType.F32, DType.F32, DType.F32, DType.F64, DType.I32, DType.I64, DType.U8, DType.Bool, DType.F16, DType.BF16];
+const DTYPES = [
+  DType.F32,
+  DType.F32,
+  DType.F32,
+  DType.F64,
+  DType.I32,
+  DType.I64,
+  DType.U8,
+  DType.Bool,
+  DType.F16,
+  DType.BF16,
+];
 
 function weird(rng: Rng): unknown {
   return rng.pick(WEIRD);
@@ -103,9 +150,19 @@ function seedOf(rng: Rng): never {
 
 /** Every public constructor, method and op, with random (often wrong) arguments. */
 const CALLS: Record<string, Call> = {
-  from: (r) => Tensor.from(r.chance(0.8) ? [1, 2, 3, 4] : weird(r) as never, r.chance(0.7) ? undefined : randomShape(r) as never, r.chance(0.7) ? undefined : r.pick(DTYPES)),
+  from: (r) =>
+    Tensor.from(
+      r.chance(0.8) ? [1, 2, 3, 4] : weird(r) as never,
+      r.chance(0.7) ? undefined : randomShape(r) as never,
+      r.chance(0.7) ? undefined : r.pick(DTYPES),
+    ),
   empty: (r) => Tensor.empty(r.chance(0.8) ? randomShape(r) : [smallOr(r, 4)] as never, r.pick(DTYPES)).shape,
-  zeros: (r) => Tensor.zeros(randomShape(r), r.pick(DTYPES), r.chance(0.2) ? randomOptions(r, ["arena"]) as never : undefined),
+  zeros: (r) =>
+    Tensor.zeros(
+      randomShape(r),
+      r.pick(DTYPES),
+      r.chance(0.2) ? randomOptions(r, ["arena"]) as never : undefined,
+    ),
   full: (r) => Tensor.full(randomShape(r), r.chance(0.7) ? r.int(9) : weird(r) as never, r.pick(DTYPES)),
   scalar: (r) => Tensor.scalar(r.chance(0.7) ? r.int(9) : weird(r) as never),
   rand: (r) => Tensor.rand(randomShape(r), { seed: seedOf(r) }),
@@ -145,12 +202,19 @@ const CALLS: Record<string, Call> = {
   data: (r) => randomTensor(r).data(),
   permute: (r) => {
     const t = randomTensor(r);
-    return t.permute(r.chance(0.5) ? Array.from({ length: t.rank }, (_, i) => t.rank - 1 - i) : weird(r) as never);
+    return t.permute(
+      r.chance(0.5) ? Array.from({ length: t.rank }, (_, i) => t.rank - 1 - i) : weird(r) as never,
+    );
   },
   transpose: (r) => randomTensor(r).transpose(smallOr(r, 4) as number, smallOr(r, 4) as number),
   slice: (r) => {
     const t = randomTensor(r);
-    return t.slice(smallOr(r, 4) as number, smallOr(r, 3) as number, smallOr(r, 6) as number, r.chance(0.5) ? 1 + r.int(3) : weird(r) as number);
+    return t.slice(
+      smallOr(r, 4) as number,
+      smallOr(r, 3) as number,
+      smallOr(r, 6) as number,
+      r.chance(0.5) ? 1 + r.int(3) : weird(r) as number,
+    );
   },
   select: (r) => randomTensor(r).select(smallOr(r, 4) as number, smallOr(r, 4) as number),
   flip: (r) => randomTensor(r).flip(smallOr(r, 4) as number),
@@ -161,23 +225,55 @@ const CALLS: Record<string, Call> = {
   contiguous: (r) => randomTensor(r).contiguous(),
   clone: (r) => randomTensor(r).clone(),
   cast: (r) => randomTensor(r).cast(r.chance(0.9) ? r.pick(DTYPES) : weird(r) as never),
-  toLayout: (r) => randomTensor(r, DType.F32, [1, 1 + r.int(5), 2, 2]).toLayout(r.chance(0.7) ? r.pick([Layout.Nchw, Layout.Nhwc, Layout.nchwc(4)]) : weird(r) as never),
+  toLayout: (r) =>
+    randomTensor(r, DType.F32, [1, 1 + r.int(5), 2, 2]).toLayout(
+      r.chance(0.7) ? r.pick([Layout.Nchw, Layout.Nhwc, Layout.nchwc(4)]) : weird(r) as never,
+    ),
   binary: (r) => {
     const shape = randomShape(r, 3);
     const a = randomTensor(r, r.chance(0.9) ? DType.F32 : undefined, shape);
-    const b = r.chance(0.2) ? r.int(5) : randomTensor(r, r.chance(0.9) ? DType.F32 : undefined, r.chance(0.8) ? shape.slice(r.int(shape.length + 1)) : randomShape(r, 3));
-    const f = r.pick([ops.add, ops.sub, ops.mul, ops.div, ops.maximum, ops.minimum, ops.pow, ops.eq, ops.lt, ops.ge]);
+    const b = r.chance(0.2) ? r.int(5) : randomTensor(
+      r,
+      r.chance(0.9) ? DType.F32 : undefined,
+      r.chance(0.8) ? shape.slice(r.int(shape.length + 1)) : randomShape(r, 3),
+    );
+    const f = r.pick([
+      ops.add,
+      ops.sub,
+      ops.mul,
+      ops.div,
+      ops.maximum,
+      ops.minimum,
+      ops.pow,
+      ops.eq,
+      ops.lt,
+      ops.ge,
+    ]);
     return f(a, b as never);
   },
   unary: (r) => {
-    const f = r.pick([ops.neg, ops.relu, ops.exp, ops.log, ops.sqrt, ops.tanh, ops.sigmoid, ops.abs, ops.gelu]);
+    const f = r.pick([
+      ops.neg,
+      ops.relu,
+      ops.exp,
+      ops.log,
+      ops.sqrt,
+      ops.tanh,
+      ops.sigmoid,
+      ops.abs,
+      ops.gelu,
+    ]);
     return f(randomTensor(r, r.chance(0.9) ? DType.F32 : undefined));
   },
   reduce: (r) => {
     const t = randomTensor(r, r.chance(0.9) ? DType.F32 : undefined);
     const f = r.pick(["sum", "mean", "max", "min"] as const);
     const axis = r.chance(0.3) ? undefined : r.chance(0.8) ? smallOr(r, t.rank + 1) : weird(r);
-    const options = r.chance(0.4) ? undefined : r.chance(0.3) ? r.chance(0.5) : randomOptions(r, ["keepDims"]);
+    const options = r.chance(0.4)
+      ? undefined
+      : r.chance(0.3)
+      ? r.chance(0.5)
+      : randomOptions(r, ["keepDims"]);
     return ops[f](t, axis as never, options as never);
   },
   argmax: (r) => ops.argmax(randomTensor(r, DType.F32), smallOr(r, 3) as number, r.chance(0.5) as never),
@@ -195,16 +291,71 @@ const CALLS: Record<string, Call> = {
     const w = randomTensor(r, DType.F32, [1 + r.int(2), c, 1 + r.int(2), 1 + r.int(2)]);
     return ops.conv2d(x, w, randomOptions(r, ["stride", "padding", "dilation", "groups"]) as never);
   },
-  avgPool2d: (r) => ops.avgPool2d(randomTensor(r, DType.F32, [1, 2, 2 + r.int(4), 2 + r.int(4)]), randomOptions(r, ["kernel", "stride", "padding"]) as never),
-  maxPool2d: (r) => ops.maxPool2d(randomTensor(r, DType.F32, [1, 2, 2 + r.int(4), 2 + r.int(4)]), randomOptions(r, ["kernel", "stride", "padding"]) as never),
-  concat: (r) => ops.concat([randomTensor(r, DType.F32, [2, 2]), r.chance(0.8) ? randomTensor(r, DType.F32, [r.int(3), 2]) : weird(r) as never], smallOr(r, 2) as number),
-  embedding: (r) => ops.embedding(Tensor.from([0, 1, r.chance(0.8) ? 2 : 9], [3], DType.I32), randomTensor(r, DType.F32, [4, 2]), randomOptions(r, ["paddingIdx"]) as never),
-  layerNorm: (r) => ops.layerNorm(randomTensor(r, DType.F32, [2, 3]), r.chance(0.8) ? 3 : weird(r) as never, randomOptions(r, ["eps"]) as never),
+  avgPool2d: (r) =>
+    ops.avgPool2d(
+      randomTensor(r, DType.F32, [1, 2, 2 + r.int(4), 2 + r.int(4)]),
+      randomOptions(r, ["kernel", "stride", "padding"]) as never,
+    ),
+  maxPool2d: (r) =>
+    ops.maxPool2d(
+      randomTensor(r, DType.F32, [1, 2, 2 + r.int(4), 2 + r.int(4)]),
+      randomOptions(r, ["kernel", "stride", "padding"]) as never,
+    ),
+  bigWindow: (r) => {
+    const big = [
+      1,
+      2,
+      3,
+      2 ** 30,
+      2 ** 31 - 2,
+      2 ** 31 - 1,
+      2 ** 31,
+      2 ** 31 + 2,
+      2 ** 32,
+      2 ** 53 - 1,
+      2 ** 53,
+    ];
+    const x = randomTensor(r, DType.F32, [1, 1, 1 + r.int(4), 1 + r.int(4)]);
+    const options = { kernel: r.pick(big), padding: r.chance(0.5) ? 0 : r.pick(big), stride: r.pick(big) };
+    const f = r.pick(["maxPool2d", "avgPool2d", "conv2d", "slice"] as const);
+    if (f === "conv2d") {
+      const { kernel: _, ...rest } = options;
+      return ops.conv2d(x, Tensor.ones([1, 1, 1 + r.int(2), 1 + r.int(2)]), {
+        ...rest,
+        dilation: r.pick(big),
+      });
+    }
+    if (f === "slice") return x.slice(r.int(4), 0, x.shape[0], r.pick(big));
+    return ops[f](x, options);
+  },
+  concat: (r) =>
+    ops.concat([
+      randomTensor(r, DType.F32, [2, 2]),
+      r.chance(0.8) ? randomTensor(r, DType.F32, [r.int(3), 2]) : weird(r) as never,
+    ], smallOr(r, 2) as number),
+  embedding: (r) =>
+    ops.embedding(
+      Tensor.from([0, 1, r.chance(0.8) ? 2 : 9], [3], DType.I32),
+      randomTensor(r, DType.F32, [4, 2]),
+      randomOptions(r, ["paddingIdx"]) as never,
+    ),
+  layerNorm: (r) =>
+    ops.layerNorm(
+      randomTensor(r, DType.F32, [2, 3]),
+      r.chance(0.8) ? 3 : weird(r) as never,
+      randomOptions(r, ["eps"]) as never,
+    ),
   attention: (r) => {
     const q = randomTensor(r, DType.F32, [1, 2, 3]);
-    return ops.attention(q, randomTensor(r, DType.F32, [1, 2, 3]), randomTensor(r, DType.F32, [1, 2, 3]), randomOptions(r, ["causal", "scale"]) as never);
+    return ops.attention(
+      q,
+      randomTensor(r, DType.F32, [1, 2, 3]),
+      randomTensor(r, DType.F32, [1, 2, 3]),
+      randomOptions(r, ["causal", "scale"]) as never,
+    );
   },
-  crossEntropy: (r) => ops.crossEntropy(randomTensor(r, DType.F32, [2, 3]), Tensor.from([r.int(4), 1], [2], DType.I32)),
+  crossEntropy: (r) =>
+    ops.crossEntropy(randomTensor(r, DType.F32, [2, 3]), Tensor.from([r.int(4), 1], [2], DType.I32)),
   arena: (r) => {
     const arena = new Arena({ chunkBytes: r.chance(0.8) ? 4096 : weird(r) as never });
     try {
@@ -219,7 +370,14 @@ const CALLS: Record<string, Call> = {
   stale: (r) => {
     const t = randomTensor(r, DType.F32);
     t.dispose();
-    return r.pick([() => t.add(1), () => ops.add(1, t), () => t.clone(), () => t.cast(DType.F64), () => t.get(0), () => ops.softmax(t)])();
+    return r.pick([
+      () => t.add(1),
+      () => ops.add(1, t),
+      () => t.clone(),
+      () => t.cast(DType.F64),
+      () => t.get(0),
+      () => ops.softmax(t),
+    ])();
   },
 };
 
@@ -229,7 +387,9 @@ function digest(value: unknown): unknown {
     const array = value.toArray();
     const bytes = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
     const isFloat = array instanceof Float32Array || array instanceof Float64Array;
-    const words = isFloat ? Array.from(array as Float32Array, (v) => (Number.isNaN(v) ? "NaN" : Object.is(v, -0) ? "-0" : v)) : Array.from(bytes);
+    const words = isFloat
+      ? Array.from(array as Float32Array, (v) => (Number.isNaN(v) ? "NaN" : Object.is(v, -0) ? "-0" : v))
+      : Array.from(bytes);
     return { dtype: value.dtype, shape: [...value.shape], words };
   }
   if (ArrayBuffer.isView(value)) return Array.from(value as Uint8Array, String);
@@ -238,7 +398,11 @@ function digest(value: unknown): unknown {
   return value ?? null;
 }
 
-function outcome(name: string, seed: number, kernels?: typeof referenceKernels): { error?: string; value?: string } {
+function outcome(
+  name: string,
+  seed: number,
+  kernels?: typeof referenceKernels,
+): { error?: string; value?: string } {
   try {
     const run = () => {
       using _ = new ActivationScope();
@@ -253,13 +417,17 @@ function outcome(name: string, seed: number, kernels?: typeof referenceKernels):
     return { value };
   } catch (error) {
     if (TYPED.some((type) => error instanceof type)) return { error: (error as Error).name };
-    throw new Error(`${name} (seed ${seed}) threw an untyped error: ${(error as Error)?.stack ?? String(error)}`);
+    throw new Error(
+      `${name} (seed ${seed}) threw an untyped error: ${(error as Error)?.stack ?? String(error)}`,
+    );
   }
 }
 
 const names = Object.keys(CALLS);
 const counts = { calls: 0, typedErrors: 0, results: 0 };
-for (let i = 0; i < cases; i++) {
+const start = performance.now();
+let ran = 0;
+for (let i = 0; i < cases && performance.now() - start < seconds * 1000; i++, ran++) {
   const seed = first + i;
   const name = names[i % names.length];
   writeSync(2, `case ${seed} ${name}\n`);
@@ -268,11 +436,13 @@ for (let i = 0; i < cases; i++) {
   counts.calls += 2;
   if (JSON.stringify(native) !== JSON.stringify(reference)) {
     throw new Error(
-      `${name} (seed ${seed}): native and reference differ\n native ${JSON.stringify(native).slice(0, 400)}\n` +
+      `${name} (seed ${seed}): native and reference differ\n native ${
+        JSON.stringify(native).slice(0, 400)
+      }\n` +
         ` reference ${JSON.stringify(reference).slice(0, 400)}`,
     );
   }
   if (native.error !== undefined) counts.typedErrors++;
   else counts.results++;
 }
-console.log(JSON.stringify({ first, cases, ...counts }));
+console.log(JSON.stringify({ first, cases: ran, ...counts }));

@@ -56,12 +56,17 @@ report.survivorReclaimed = pool.stats().rentedBlocks - baseline;
 
 // 2. The same with an arena that is dropped while an array over one of its tensors lives.
 async function arenaSurvivor(): Promise<void> {
-  const d = (() => Tensor.full([256], 7, 1, { arena: new Arena({ chunkBytes: 4096 }) }).data() as Float32Array)();
+  const d =
+    (() => Tensor.full([256], 7, 1, { arena: new Arena({ chunkBytes: 4096 }) }).data() as Float32Array)();
   await collect();
   const arenas = Array.from({ length: 8 }, () => new Arena({ chunkBytes: 4096 }));
   const others = arenas.flatMap((arena) => rentMany(3, { arena }));
   d[1] = 999;
-  report.arenaSurvivor = { first: d[0], length: d.length, othersTouched: others.some((t) => t.get(1) !== 42) };
+  report.arenaSurvivor = {
+    first: d[0],
+    length: d.length,
+    othersTouched: others.some((t) => t.get(1) !== 42),
+  };
   for (const arena of arenas) arena.dispose();
 }
 await arenaSurvivor();
