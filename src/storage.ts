@@ -145,10 +145,8 @@ export const ownership: {
  * ```
  */
 export class Storage {
-  /** The length in bytes the block was rented with. */
-  readonly byteLength: number;
-  /** The arena the block was carved from, or null for a pool block. */
-  readonly arena: Arena | null;
+  readonly #byteLength: number;
+  readonly #arena: Arena | null;
   readonly #pointer: NativePointer;
   readonly #generation: number;
   #buffer: ArrayBuffer | null = null;
@@ -165,10 +163,19 @@ export class Storage {
 
   private constructor(pointer: NativePointer, byteLength: number, arena: Arena | null) {
     this.#pointer = pointer;
-    this.byteLength = byteLength;
-    this.arena = arena;
+    this.#byteLength = byteLength;
+    this.#arena = arena;
     this.#generation = arena === null ? 0 : arena.generation;
-    Object.freeze(this);
+  }
+
+  /** The length in bytes the block was rented with (read-only: views are checked against it). */
+  get byteLength(): number {
+    return this.#byteLength;
+  }
+
+  /** The arena the block was carved from, or null for a pool block. */
+  get arena(): Arena | null {
+    return this.#arena;
   }
 
   /**
@@ -243,7 +250,8 @@ export class Storage {
   }
 
   /**
-   * True after `release()`, or once the storage's arena was reset or disposed.
+   * True after `release()`, once the storage's arena was reset or disposed, or once its ArrayBuffer was
+   * transferred away (`transfer()`, `structuredClone` or `postMessage` with a transfer list).
    *
    * @example
    * ```ts
@@ -255,7 +263,9 @@ export class Storage {
    * ```
    */
   get isReleased(): boolean {
-    return this.#released || (this.#buffer !== null && this.#buffer.detached) ||
+    // A detached buffer reads as 0 bytes; byteLength is the fast check (detached is a slow builtin). A
+    // zero-byte storage's buffer is an ordinary one of the JS heap, nothing to retire when transferred.
+    return this.#released || (this.#buffer !== null && this.#buffer.byteLength !== this.#byteLength) ||
       (this.arena !== null && this.arena.generation !== this.#generation);
   }
 

@@ -81,18 +81,12 @@ const float16Array = (globalThis as unknown as {
  * ```
  */
 export class Tensor {
-  /** The storage shared by this handle and its views. */
-  readonly storage: Storage;
-  /** The element type. */
-  readonly dtype: DType;
-  /** The logical shape. */
-  readonly shape: readonly number[];
-  /** Strides in elements, one per axis: 0 broadcasts, negative reverses. */
-  readonly strides: readonly number[];
-  /** Element offset of the first element in the storage. */
-  readonly offset: number;
-  /** B for an NchwC(B) blocked tensor, 0 otherwise. */
-  readonly blockSize: number;
+  readonly #storage: Storage;
+  readonly #dtype: DType;
+  readonly #shape: readonly number[];
+  readonly #strides: readonly number[];
+  readonly #offset: number;
+  readonly #blockSize: number;
   readonly #leaf: LeafNode | null;
   #gradFn: BackwardRecord | null;
   #elements: TypedArray | null = null;
@@ -100,29 +94,58 @@ export class Tensor {
   /**
    * Internal: build tensors with the creators, views and ops. Every bound is checked against the storage here
    * (spec 000: bounds are checked when a view is made): the shape's extents, one integer stride per axis, an
-   * offset such that every reachable element lies inside the storage. Shape and strides are frozen and every
-   * field is read-only, so a handle cannot be changed into one that reaches memory it does not own.
+   * offset such that every reachable element lies inside the storage. Every field is a getter over a private
+   * one, and the bounds are checked again before every data access (`#checkIntact`), so a handle whose shape or
+   * strides array was modified still reaches no memory outside its storage.
    */
   constructor(parts: TensorParts) {
     const op = "Tensor";
     const storage = parts.storage;
     if (!(storage instanceof Storage)) {
-      throw new OptionError(op, `storage must be a Storage, got ${String(storage)}`);
+      throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
     }
     const info = dtypeInfo(parts.dtype, op);
-    const shape = frozen(parts.shape);
-    checkShape(op, shape);
+    const shape = parts.shape;
     const blockSize = parts.blockSize ?? 0;
-    this.storage = storage;
-    this.dtype = parts.dtype;
-    this.shape = shape;
-    this.strides = checkedStrides(op, shape, parts.strides);
-    this.offset = parts.offset;
-    this.blockSize = blockSize;
-    checkBounds(op, this, info);
+    const strides = checkView(op, storage, info, shape, parts.strides, parts.offset, blockSize);
+    this.#storage = storage;
+    this.#dtype = parts.dtype;
+    this.#shape = shape;
+    this.#strides = strides;
+    this.#offset = parts.offset;
+    this.#blockSize = blockSize;
     this.#gradFn = parts.gradFn ?? null;
     this.#leaf = parts.leaf ?? null;
-    Object.freeze(this);
+  }
+
+  /** The storage shared by this handle and its views. */
+  get storage(): Storage {
+    return this.#storage;
+  }
+
+  /** The element type. */
+  get dtype(): DType {
+    return this.#dtype;
+  }
+
+  /** The logical shape. Do not modify it: a handle whose shape was modified throws on every data access. */
+  get shape(): readonly number[] {
+    return this.#shape;
+  }
+
+  /** Strides in elements, one per axis: 0 broadcasts, negative reverses. Modified strides: as for `shape`. */
+  get strides(): readonly number[] {
+    return this.#strides;
+  }
+
+  /** Element offset of the first element in the storage. */
+  get offset(): number {
+    return this.#offset;
+  }
+
+  /** B for an NchwC(B) blocked tensor, 0 otherwise. */
+  get blockSize(): number {
+    return this.#blockSize;
   }
 
   /** The backward record that produced this tensor, or null for leaves and untracked tensors. */
@@ -458,12 +481,31 @@ export class Tensor {
     strides: readonly number[] = this.strides,
     offset: number = this.offset,
   ): KernelOperand {
+    this.#checkIntact(op);
     return new TensorOperand(this, op, strides, offset);
   }
 
   /** Internal: a typed array of the stored representation over the whole storage. */
   elements(op: string): TypedArray {
     return this.#view(op);
+  }
+
+  /**
+   * Checks the bounds again, from the shape and strides arrays as they are now: they are plain arrays, not
+   * frozen (a frozen array takes the engines' slow paths in every op that reads it, which doubled the per-op
+   * overhead), so someone may have written into them; a view they describe that stays inside the storage is
+   * harmless, any other throws `TensorShapeError`. A few comparisons per axis; no allocation.
+   */
+  #checkIntact(op: string): void {
+    checkView(
+      op,
+      this.#storage,
+      dtypeInfo(this.#dtype),
+      this.#shape,
+      this.#strides,
+      this.#offset,
+      this.#blockSize,
+    );
   }
 
   // --- views ---
@@ -726,6 +768,7 @@ export class Tensor {
 
   /** A typed array of this dtype's stored representation over the whole storage (cached per handle). */
   #view(op: string): TypedArray {
+    this.#checkIntact(op);
     const buffer = this.storage.buffer(op);
     if (this.#elements === null || this.#elements.buffer !== buffer) {
       // Element access works on stored bits (F16 and BF16 as Uint16Array), whatever data() returns.
@@ -737,6 +780,7 @@ export class Tensor {
 
   /** The contiguous span of this tensor's own elements (or blocks, or the blocked physical span). */
   #span(op: string): TypedArray {
+    this.#checkIntact(op);
     const info = dtypeInfo(this.dtype);
     const buffer = this.storage.buffer(op);
     if (this.blockSize > 0) {
@@ -858,54 +902,62 @@ class TensorOperand implements KernelOperand {
   }
 }
 
-/** `values` frozen: itself when it already is, else a frozen copy of a plain array (never someone's array). */
-function frozen(values: readonly number[]): readonly number[] {
-  if (Object.isFrozen(values)) return values;
-  if (!Array.isArray(values)) return values;
-  return Object.freeze(values.slice());
-}
-
 const INT32_MAX = 2 ** 31 - 1;
 
 /**
- * The strides, checked: an array with one integer per axis. A stride only matters on an axis with more than
- * one element; on the others it is set to 0 when outside 32 bits (a slice step of 2^31 gives such an axis).
+ * Checks a view against its storage in one pass and returns its strides: at most 8 axes, integer extents with
+ * a product of at most 2^31 − 1, one integer stride per axis, an integer offset, and every reachable element
+ * inside the storage (blocked tensors: their physical span at offset 0). A stride matters only on an axis of
+ * more than one element; elsewhere one outside 32 bits (a slice step of 2^31 makes one) becomes 0.
  */
-function checkedStrides(op: string, shape: readonly number[], strides: readonly number[]): readonly number[] {
+function checkView(
+  op: string,
+  storage: Storage,
+  info: DTypeInfo,
+  shape: readonly number[],
+  strides: readonly number[],
+  offset: number,
+  blockSize: number,
+): readonly number[] {
+  if (!Array.isArray(shape) || shape.length > 8) checkShape(op, shape);
   if (!Array.isArray(strides) || strides.length !== shape.length) {
     throw new TensorShapeError(
       op,
-      `strides must be an array of one integer per axis of ${formatShape(shape)}, got ${String(strides)}`,
+      `strides must be an array of one integer per axis of ${formatShape(shape)}, got ${describe(strides)}`,
       [shape],
     );
   }
-  let result = frozen(strides);
-  for (let i = 0; i < shape.length; i++) {
-    const stride = result[i];
-    if (Number.isInteger(stride) && Math.abs(stride) <= INT32_MAX) continue;
-    if (shape[i] > 1 || !Number.isInteger(stride)) {
-      throw new TensorShapeError(
-        op,
-        `stride ${String(stride)} of axis ${i} is not an integer within ±(2^31 − 1)`,
-        [shape],
-      );
-    }
-    const copy = result.slice();
-    copy[i] = 0;
-    result = Object.freeze(copy);
-  }
-  return result;
-}
-
-/** Throws unless every element `t` can reach lies inside its storage (blocked tensors: their physical span). */
-function checkBounds(op: string, t: Tensor, info: DTypeInfo): void {
-  const { shape, strides, offset, blockSize } = t;
   if (!Number.isInteger(offset) || offset < 0 || offset > INT32_MAX) {
     throw new TensorShapeError(op, `offset ${String(offset)} is not an integer in 0 to 2^31 − 1`, [shape]);
   }
-  const capacity = Math.floor(t.storage.byteLength / info.blockBytes) * info.blockElements;
+  let result = strides;
+  let low = offset;
+  let high = offset;
+  let count = 1;
+  for (let axis = 0; axis < shape.length; axis++) {
+    const extent = shape[axis];
+    const stride = result[axis];
+    count *= extent;
+    if (!Number.isInteger(extent) || extent < 0 || count > INT32_MAX) checkShape(op, shape);
+    if (Number.isInteger(stride) && stride >= -INT32_MAX && stride <= INT32_MAX) {
+      const reach = (extent - 1) * stride;
+      if (reach < 0) low += reach;
+      else high += reach;
+    } else if (extent > 1 || !Number.isInteger(stride)) {
+      throw new TensorShapeError(
+        op,
+        `stride ${String(stride)} of axis ${axis} is not an integer within ±(2^31 − 1)`,
+        [shape],
+      );
+    } else {
+      const copy = result.slice();
+      copy[axis] = 0;
+      result = copy;
+    }
+  }
+  const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
   if (blockSize !== 0) {
-    const physical = shape.length === 4 && Number.isInteger(blockSize) && blockSize > 0
+    const physical = shape.length === 4 && Number.isInteger(blockSize) && blockSize > 0 && blockSize <= 256
       ? shape[0] * Math.ceil(shape[1] / blockSize) * blockSize * shape[2] * shape[3]
       : Infinity;
     if (physical > capacity || offset !== 0) {
@@ -916,24 +968,17 @@ function checkBounds(op: string, t: Tensor, info: DTypeInfo): void {
         [shape],
       );
     }
-    return;
+    return result;
   }
-  let low = offset;
-  let high = offset;
-  for (let axis = 0; axis < shape.length; axis++) {
-    if (shape[axis] === 0) return;
-    const reach = (shape[axis] - 1) * strides[axis];
-    if (reach < 0) low += reach;
-    else high += reach;
-  }
-  if (low < 0 || high >= capacity) {
+  if (count !== 0 && (low < 0 || high >= capacity)) {
     throw new TensorShapeError(
       op,
-      `a view of ${formatShape(shape)} with strides ${formatShape(strides)} and offset ${offset} reaches ` +
+      `a view of ${formatShape(shape)} with strides ${formatShape(result)} and offset ${offset} reaches ` +
         `elements ${low} to ${high}; its storage holds ${capacity}`,
       [shape],
     );
   }
+  return result;
 }
 
 /** Rents storage for a new contiguous tensor, checking shape and byte limits first. */

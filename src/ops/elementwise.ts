@@ -61,10 +61,9 @@ function scalarOperand(value: number): Tensor {
   return t;
 }
 
-function asTensor(op: string, value: Operand): Tensor {
-  if (typeof value === "number") return scalarOperand(value);
-  checkF32(op, value);
-  return value;
+/** A checked operand as a tensor (the caller checked tensor operands with `checkF32` first). */
+function asTensor(value: Operand): Tensor {
+  return typeof value === "number" ? scalarOperand(value) : value;
 }
 
 /** Strides that read `t` at the broadcast `shape` (stride 0 along stretched axes). */
@@ -104,8 +103,8 @@ function arithmetic(op: string, kind: BinaryOp, recordAs: OpKind, x: Operand, y:
   // Both operands are checked before either scalar is allocated, so a refused call allocates nothing.
   if (typeof x !== "number") checkF32(op, x);
   if (typeof y !== "number") checkF32(op, y);
-  const a = asTensor(op, x);
-  const b = asTensor(op, y);
+  const a = asTensor(x);
+  const b = asTensor(y);
   // Scalars made from numbers are temporaries: freed now, or owned by the record that may save them.
   const temporaries = [x === a ? null : a, y === b ? null : b].filter((t): t is Tensor => t !== null);
   const out = binaryKernel(op, kind, a, b);
@@ -157,8 +156,10 @@ export function div(a: Operand, b: Operand): Tensor {
 }
 
 function notDifferentiable(op: string, kind: BinaryOp, x: Operand, y: Operand): Tensor {
-  const a = asTensor(op, x);
-  const b = asTensor(op, y);
+  if (typeof x !== "number") checkF32(op, x);
+  if (typeof y !== "number") checkF32(op, y);
+  const a = asTensor(x);
+  const b = asTensor(y);
   const out = binaryKernel(op, kind, a, b);
   if (a !== x) a.dispose();
   if (b !== y) b.dispose();

@@ -177,6 +177,25 @@ const CALLS: Record<string, Call> = {
       offset: r.chance(0.5) ? t.offset : smallOr(r, 64, 0.3) as never,
     });
   },
+  mutate: (r) => {
+    const t = randomTensor(r, DType.F32);
+    if (t.rank === 0) return null;
+    const array = (r.chance(0.5) ? t.shape : t.strides) as number[];
+    const axis = r.int(t.rank);
+    const original = array[axis];
+    try {
+      array[axis] = r.chance(0.7) ? original + r.int(5) - 2 : weird(r) as number;
+      return r.pick([
+        () => t.add(1),
+        () => t.sum(),
+        () => t.contiguous(),
+        () => t.toArray(),
+        () => ops.softmax(t),
+      ])();
+    } finally {
+      array[axis] = original;
+    }
+  },
   get: (r) => {
     const t = randomTensor(r);
     return t.get(...t.shape.map((e) => (r.chance(0.9) ? r.int(Math.max(e, 1)) : weird(r)) as number));
