@@ -64,3 +64,17 @@ test("explicit release still detaches handed-out arrays; arena reset too", () =>
   assert.equal(e.length, 0);
   assert.throws(() => a.get(0), StaleTensorError);
 });
+
+test("a terminated Worker leaves rented exactly what it still held, plus its argument block", () => {
+  const child = fileURLToPath(new URL("./helpers/safety_worker_child.ts", import.meta.url));
+  const argv = isDeno ? ["run", "-A", "--quiet", child] : [child];
+  const result = spawnSync(process.execPath, argv, { encoding: "utf8", timeout: 120_000 });
+  assert.equal(result.status, 0, result.stderr);
+  const { disposed, kept, sizeClass } = JSON.parse(result.stdout.trim().split("\n").at(-1)!);
+  assert.equal(disposed.sum, 0);
+  assert.equal(kept.sum, 3);
+  assert.equal(disposed.blocks, 1, "a Worker that disposed its tensors leaves only its argument block");
+  assert.ok(disposed.bytes > 0 && disposed.bytes <= 4096);
+  assert.equal(kept.blocks, 3);
+  assert.equal(kept.bytes, 2 * sizeClass + disposed.bytes, "the two 1 MiB tensors it held, and no more");
+});
