@@ -17,7 +17,11 @@ async function run(dispose: boolean): Promise<{ sum: number; bytes: number; bloc
   worker.terminate();
   await new Promise((resolve) => setTimeout(resolve, 50));
   const after = pool.stats();
-  return { sum, bytes: after.rentedBytes - before.rentedBytes, blocks: after.rentedBlocks - before.rentedBlocks };
+  return {
+    sum,
+    bytes: after.rentedBytes - before.rentedBytes,
+    blocks: after.rentedBlocks - before.rentedBlocks,
+  };
 }
 
 const disposed = await run(true);
