@@ -937,8 +937,9 @@ function checkView(
   for (let axis = 0; axis < shape.length; axis++) {
     const extent = shape[axis];
     const stride = result[axis];
+    if (!Number.isInteger(extent) || extent < 0) checkShape(op, shape);
     count *= extent;
-    if (!Number.isInteger(extent) || extent < 0 || count > INT32_MAX) checkShape(op, shape);
+    if (count > INT32_MAX) checkShape(op, shape);
     if (Number.isInteger(stride) && stride >= -INT32_MAX && stride <= INT32_MAX) {
       const reach = (extent - 1) * stride;
       if (reach < 0) low += reach;

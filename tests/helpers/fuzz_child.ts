@@ -448,7 +448,7 @@ const start = performance.now();
 let ran = 0;
 for (let i = 0; i < cases && performance.now() - start < seconds * 1000; i++, ran++) {
   const seed = first + i;
-  const name = names[i % names.length];
+  const name = names[seed % names.length];
   writeSync(2, `case ${seed} ${name}\n`);
   const native = outcome(name, seed);
   const reference = outcome(name, seed, referenceKernels);
