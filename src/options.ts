@@ -116,7 +116,7 @@ export function checkInteger(op: string, name: string, value: unknown, min: numb
 
 /**
  * `value` checked to be a live tensor: an `OptionError` for anything else, a `StaleTensorError` when its
- * storage was released. Ops check their inputs with it before allocating, so a refused call leaves nothing
+ * storage was released, a `TensorShapeError` when its view no longer fits its storage. Ops check their inputs with it before allocating, so a refused call leaves nothing
  * behind.
  *
  * @example
@@ -135,6 +135,7 @@ export function checkTensor(op: string, name: string, value: unknown): Tensor {
     throw new OptionError(op, `${name} must be a Tensor, got ${describe(value)}`);
   }
   if (value.storage.isReleased) throw new StaleTensorError(op);
+  value.checkView(op);
   return value;
 }
 

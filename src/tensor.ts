@@ -485,6 +485,11 @@ export class Tensor {
     return new TensorOperand(this, op, strides, offset);
   }
 
+  /** Internal: throws unless this handle's view, as its arrays hold now, lies inside its storage. */
+  checkView(op: string): void {
+    this.#checkIntact(op);
+  }
+
   /** Internal: a typed array of the stored representation over the whole storage. */
   elements(op: string): TypedArray {
     return this.#view(op);

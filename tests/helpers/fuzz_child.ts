@@ -184,7 +184,9 @@ const CALLS: Record<string, Call> = {
     const axis = r.int(t.rank);
     const original = array[axis];
     try {
-      array[axis] = r.chance(0.7) ? original + r.int(5) - 2 : weird(r) as number;
+      // Any value a number[] may hold at run time short of a bigint (which makes JS arithmetic itself throw).
+      const value = r.chance(0.7) ? original + r.int(5) - 2 : weird(r);
+      array[axis] = (typeof value === "bigint" ? 2 ** 40 : value) as number;
       return r.pick([
         () => t.add(1),
         () => t.sum(),
