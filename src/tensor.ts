@@ -87,6 +87,8 @@ export class Tensor {
   readonly #strides: readonly number[];
   readonly #offset: number;
   readonly #blockSize: number;
+  /** Elements the storage holds, for the bounds check at every access; −1 for blocked tensors. */
+  readonly #capacity: number;
   readonly #leaf: LeafNode | null;
   #gradFn: BackwardRecord | null;
   #elements: TypedArray | null = null;
@@ -114,6 +116,9 @@ export class Tensor {
     this.#strides = strides;
     this.#offset = parts.offset;
     this.#blockSize = blockSize;
+    this.#capacity = blockSize === 0
+      ? Math.floor(storage.byteLength / info.blockBytes) * info.blockElements
+      : -1;
     this.#gradFn = parts.gradFn ?? null;
     this.#leaf = parts.leaf ?? null;
   }
@@ -502,15 +507,25 @@ export class Tensor {
    * harmless, any other throws `TensorShapeError`. A few comparisons per axis; no allocation.
    */
   #checkIntact(op: string): void {
-    checkView(
-      op,
-      this.#storage,
-      dtypeInfo(this.#dtype),
-      this.#shape,
-      this.#strides,
-      this.#offset,
-      this.#blockSize,
-    );
+    // The common case in a few comparisons per axis; anything unusual takes the full check and its messages.
+    const shape = this.#shape;
+    const strides = this.#strides;
+    let low = this.#offset;
+    let high = low;
+    let count = 1;
+    let fits = this.#capacity >= 0 && shape.length <= 8 && strides.length === shape.length;
+    for (let axis = 0; axis < shape.length && fits; axis++) {
+      const extent = shape[axis];
+      const stride = strides[axis];
+      if (typeof extent !== "number" || typeof stride !== "number") fits = false;
+      else if (extent === 0) return;
+      else if (!((extent | 0) === extent && extent > 0 && (stride | 0) === stride)) fits = false;
+      else if ((count *= extent) > INT32_MAX) fits = false;
+      else if (stride < 0) low += (extent - 1) * stride;
+      else high += (extent - 1) * stride;
+    }
+    if (fits && low >= 0 && high < this.#capacity) return;
+    checkView(op, this.#storage, dtypeInfo(this.#dtype), shape, strides, this.#offset, this.#blockSize);
   }
 
   // --- views ---
