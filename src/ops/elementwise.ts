@@ -10,7 +10,7 @@ import { checkTensor } from "../options.ts";
 import { dtypeInfo } from "../dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
-import { allocate, Tensor } from "../tensor.ts";
+import { allocate, type Tensor } from "../tensor.ts";
 import { expandView } from "../views.ts";
 import { BinaryOp, UnaryOp } from "../kernels/types.ts";
 import { type OpKind, record, shouldRecord } from "../autograd/record.ts";

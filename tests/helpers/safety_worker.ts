@@ -1,7 +1,7 @@
 // Worker of safety_worker_child.ts: rents two 1 MiB tensors, disposes them or not, and reports.
 import { Tensor } from "../../mod.ts";
 
-const scope = self as unknown as {
+const scope = globalThis as unknown as {
   onmessage: (event: MessageEvent<{ dispose: boolean }>) => void;
   postMessage(data: unknown): void;
 };
