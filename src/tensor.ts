@@ -109,16 +109,18 @@ export class Tensor {
     const info = dtypeInfo(parts.dtype, op);
     const shape = parts.shape;
     const blockSize = parts.blockSize ?? 0;
-    const strides = checkView(op, storage, info, shape, parts.strides, parts.offset, blockSize);
+    const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
+    const strides = blockSize === 0 && Array.isArray(shape) && Array.isArray(parts.strides) &&
+        fitsStorage(shape, parts.strides, parts.offset, capacity)
+      ? parts.strides
+      : checkView(op, storage, info, shape, parts.strides, parts.offset, blockSize);
     this.#storage = storage;
     this.#dtype = parts.dtype;
     this.#shape = shape;
     this.#strides = strides;
     this.#offset = parts.offset;
     this.#blockSize = blockSize;
-    this.#capacity = blockSize === 0
-      ? Math.floor(storage.byteLength / info.blockBytes) * info.blockElements
-      : -1;
+    this.#capacity = blockSize === 0 ? capacity : -1;
     this.#gradFn = parts.gradFn ?? null;
     this.#leaf = parts.leaf ?? null;
   }
@@ -507,25 +509,26 @@ export class Tensor {
    * harmless, any other throws `TensorShapeError`. A few comparisons per axis; no allocation.
    */
   #checkIntact(op: string): void {
-    // The common case in a few comparisons per axis; anything unusual takes the full check and its messages.
-    const shape = this.#shape;
+    if (this.#capacity >= 0 && fitsStorage(this.#shape, this.#strides, this.#offset, this.#capacity)) return;
     const strides = this.#strides;
-    let low = this.#offset;
-    let high = low;
-    let count = 1;
-    let fits = this.#capacity >= 0 && shape.length <= 8 && strides.length === shape.length;
-    for (let axis = 0; axis < shape.length && fits; axis++) {
-      const extent = shape[axis];
-      const stride = strides[axis];
-      if (typeof extent !== "number" || typeof stride !== "number") fits = false;
-      else if (extent === 0) return;
-      else if (!((extent | 0) === extent && extent > 0 && (stride | 0) === stride)) fits = false;
-      else if ((count *= extent) > INT32_MAX) fits = false;
-      else if (stride < 0) low += (extent - 1) * stride;
-      else high += (extent - 1) * stride;
+    const checked = checkView(
+      op,
+      this.#storage,
+      dtypeInfo(this.#dtype),
+      this.#shape,
+      strides,
+      this.#offset,
+      this.#blockSize,
+    );
+    if (checked !== strides) {
+      throw new TensorShapeError(
+        op,
+        `strides ${formatShape(strides)} were modified to values outside 32 bits`,
+        [
+          this.#shape,
+        ],
+      );
     }
-    if (fits && low >= 0 && high < this.#capacity) return;
-    checkView(op, this.#storage, dtypeInfo(this.#dtype), shape, strides, this.#offset, this.#blockSize);
   }
 
   // --- views ---
@@ -923,6 +926,34 @@ class TensorOperand implements KernelOperand {
 }
 
 const INT32_MAX = 2 ** 31 - 1;
+
+/**
+ * The common case of `checkView` in a few comparisons per axis: true when every extent and stride is a 32-bit
+ * integer, the offset one from 0, the element count at most 2^31 − 1 and every reachable element below
+ * `capacity`. False sends the caller to `checkView`, which gives the reason (or normalizes strides).
+ */
+function fitsStorage(
+  shape: readonly number[],
+  strides: readonly number[],
+  offset: number,
+  capacity: number,
+): boolean {
+  if (shape.length > 8 || strides.length !== shape.length || typeof offset !== "number") return false;
+  if ((offset | 0) !== offset || offset < 0) return false;
+  let low = offset;
+  let high = offset;
+  let count = 1;
+  for (let axis = 0; axis < shape.length; axis++) {
+    const extent = shape[axis];
+    const stride = strides[axis];
+    if (typeof extent !== "number" || typeof stride !== "number") return false;
+    if ((extent | 0) !== extent || extent < 0 || (stride | 0) !== stride) return false;
+    if ((count *= extent) > INT32_MAX) return false;
+    if (stride < 0) low += (extent - 1) * stride;
+    else high += (extent - 1) * stride;
+  }
+  return count === 0 || (low >= 0 && high < capacity);
+}
 
 /**
  * Checks a view against its storage in one pass and returns its strides: at most 8 axes, integer extents with
