@@ -35,6 +35,7 @@ export type { IsaName } from "./src/native/library.ts";
 export { nativeKernels, referenceKernels } from "./src/kernels/sets.ts";
 export type { ArithmeticMode, ComputeSettings, KernelOperand, KernelSet } from "./src/kernels/types.ts";
 export { dequantize, quantize } from "./src/quantize.ts";
+export type { Seed } from "./src/random.ts";
 export type { BackwardRecord, OpKind, SavedTensor } from "./src/autograd/record.ts";
 export {
   BufferOverrunError,
