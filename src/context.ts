@@ -7,6 +7,7 @@
  * @module
  */
 import { OptionError } from "./errors.ts";
+import { checkOptions } from "./options.ts";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { hardwareThreads } from "./kernel_info.ts";
 import type { ArithmeticMode, ComputeSettings, KernelSet } from "./kernels/types.ts";
@@ -114,6 +115,7 @@ export const TensorCompute: TensorComputeApi = {
    * what `fn` returns (a promise when `fn` is async).
    */
   run<T>(settings: { mode?: ArithmeticMode; threads?: number; kernels?: KernelSet }, fn: () => T): T {
+    checkOptions("TensorCompute.run", settings, ["mode", "threads", "kernels"]);
     const current = context.getStore();
     return context.run({
       ...current,

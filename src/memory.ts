@@ -5,6 +5,7 @@
  * @module
  */
 import { BufferOverrunError, OptionError, TensorShapeError } from "./errors.ts";
+import { checkOptions } from "./options.ts";
 import { library, native } from "./native/library.ts";
 import { ffi } from "./native/runtime.ts";
 import type { NativePointer } from "./native/symbols.ts";
@@ -303,7 +304,7 @@ export class Arena implements Disposable {
   }
 
   constructor(options: ArenaOptions = {}) {
-    const chunkBytes = options.chunkBytes ?? 1 << 20;
+    const chunkBytes = checkOptions("Arena", options, ["chunkBytes"]).chunkBytes ?? 1 << 20;
     checkByteLength("Arena", "chunkBytes", chunkBytes, 1);
     this.#chunkBytes = chunkBytes;
     const pointer = createArena(chunkBytes);

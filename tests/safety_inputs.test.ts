@@ -5,12 +5,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   ActivationScope,
+  Arena,
   BufferPool,
   DType,
   ops,
   OptionError,
   StaleTensorError,
   Tensor,
+  TensorCompute,
   TensorShapeError,
 } from "../mod.ts";
 
