@@ -7,8 +7,7 @@
  *
  * @module
  */
-import { OptionError, StaleTensorError, TensorShapeError } from "./errors.ts";
-import { Tensor } from "./tensor.ts";
+import { OptionError, TensorShapeError } from "./errors.ts";
 
 /** PyTorch's (and NumPy's) spellings of option keys, and zigtensor's. */
 const SPELLINGS: Readonly<Record<string, string>> = {
@@ -111,31 +110,6 @@ export function checkInteger(op: string, name: string, value: unknown, min: numb
   if (value < min || value > max) {
     throw new TensorShapeError(op, `${name} must be from ${bound(min)} to ${bound(max)}, got ${value}`);
   }
-  return value;
-}
-
-/**
- * `value` checked to be a live tensor: an `OptionError` for anything else, a `StaleTensorError` when its
- * storage was released, a `TensorShapeError` when its view no longer fits its storage. Ops check their inputs with it before allocating, so a refused call leaves nothing
- * behind.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { Tensor } from "@zigtensor/zigtensor";
- * import { checkTensor } from "./options.ts";
- * const t = Tensor.zeros([2]);
- * assert.equal(checkTensor("clone", "the input", t), t);
- * t.dispose();
- * assert.throws(() => checkTensor("clone", "the input", t));
- * ```
- */
-export function checkTensor(op: string, name: string, value: unknown): Tensor {
-  if (!(value instanceof Tensor)) {
-    throw new OptionError(op, `${name} must be a Tensor, got ${describe(value)}`);
-  }
-  if (value.storage.isReleased) throw new StaleTensorError(op);
-  value.checkView(op);
   return value;
 }
 

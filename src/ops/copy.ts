@@ -6,7 +6,8 @@
  */
 import { type DType, dtypeInfo } from "../dtype.ts";
 import { DTypeError, OptionError, TensorShapeError } from "../errors.ts";
-import { checkTensor, describe } from "../options.ts";
+import { describe } from "../options.ts";
+import { checkTensor } from "./elementwise.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { Layout, nhwcStrides } from "../layout.ts";
 import { checkBytes, checkShape, contiguousStrides, formatShape } from "../shape.ts";

@@ -5,18 +5,43 @@
  *
  * @module
  */
-import { DTypeError, TensorShapeError } from "../errors.ts";
-import { checkTensor } from "../options.ts";
+import { DTypeError, OptionError, StaleTensorError, TensorShapeError } from "../errors.ts";
+import { describe } from "../options.ts";
 import { dtypeInfo } from "../dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { allocate, Tensor } from "../tensor.ts";
 import { expandView } from "../views.ts";
 import { BinaryOp, UnaryOp } from "../kernels/types.ts";
 import { type OpKind, record, shouldRecord } from "../autograd/record.ts";
 
 /** A tensor operand or a number (an F32 scalar). */
 export type Operand = Tensor | number;
+
+/**
+ * `value` checked to be a live tensor: an `OptionError` for anything else, a `StaleTensorError` when its
+ * storage was released, a `TensorShapeError` when its view no longer fits its storage. Ops check their inputs with it before allocating, so a refused call leaves nothing
+ * behind.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Tensor } from "@zigtensor/zigtensor";
+ * import { checkTensor } from "./elementwise.ts";
+ * const t = Tensor.zeros([2]);
+ * assert.equal(checkTensor("clone", "the input", t), t);
+ * t.dispose();
+ * assert.throws(() => checkTensor("clone", "the input", t));
+ * ```
+ */
+export function checkTensor(op: string, name: string, value: unknown): Tensor {
+  if (!(value instanceof Tensor)) {
+    throw new OptionError(op, `${name} must be a Tensor, got ${describe(value)}`);
+  }
+  if (value.storage.isReleased) throw new StaleTensorError(op);
+  value.checkView(op);
+  return value;
+}
 
 /** Eager arithmetic takes F32 tensors (integers are for indices and labels). */
 export function checkF32(op: string, ...tensors: readonly Tensor[]): void {

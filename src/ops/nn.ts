@@ -5,14 +5,14 @@
  * @module
  */
 import { DTypeError, OptionError, TensorShapeError } from "../errors.ts";
-import { checkBoolean, checkInteger, checkOptions, checkTensor, describe, INT32_MAX } from "../options.ts";
+import { checkBoolean, checkInteger, checkOptions, describe, INT32_MAX } from "../options.ts";
 import { dtypeInfo } from "../dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape, normalizeAxis } from "../shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../scope.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { add, checkF32, mul, newOutput } from "./elementwise.ts";
+import { add, checkF32, checkTensor, mul, newOutput } from "./elementwise.ts";
 import { matmul } from "./linalg.ts";
 import { logSoftmax, softmax } from "./reduce.ts";
 import { transpose, viewOf } from "./views.ts";
