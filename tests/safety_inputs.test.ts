@@ -231,6 +231,12 @@ test("unknown option keys are refused everywhere, naming the key, the accepted o
     OptionError,
     /track_running_stats/,
   );
+  throwsTyped(
+    () => new Arena({ chunk_bytes: 4096 } as never),
+    OptionError,
+    /chunk_bytes \(accepted: chunkBytes\)/,
+  );
+  throwsTyped(() => TensorCompute.run({ mode: "exact", thread: 2 } as never, () => 0), OptionError, /thread/);
 });
 
 test("reductions take keepDims as an option or as a bare boolean (PyTorch's x.sum(1, true)), nothing else", () => {
