@@ -101,6 +101,8 @@ export class Tensor {
    * strides array was modified still reaches no memory outside its storage.
    */
   constructor(parts: TensorParts) {
+    const fresh = allocating;
+    allocating = false;
     const op = "Tensor";
     const storage = parts.storage;
     if (!(storage instanceof Storage)) {
@@ -110,7 +112,7 @@ export class Tensor {
     const shape = parts.shape;
     const blockSize = parts.blockSize ?? 0;
     const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
-    const strides = blockSize === 0 && Array.isArray(shape) && Array.isArray(parts.strides) &&
+    const strides = fresh || blockSize === 0 && Array.isArray(shape) && Array.isArray(parts.strides) &&
         fitsStorage(shape, parts.strides, parts.offset, capacity)
       ? parts.strides
       : checkView(op, storage, info, shape, parts.strides, parts.offset, blockSize);
@@ -1033,6 +1035,12 @@ function checkView(
   return result;
 }
 
+/**
+ * Set by `allocate` for the one construction that follows: a fresh contiguous tensor over a block rented for
+ * its checked shape needs no bounds check. Module-private, so no other caller can skip the check.
+ */
+let allocating = false;
+
 /** Rents storage for a new contiguous tensor, checking shape and byte limits first. */
 export function allocate(
   op: string,
@@ -1058,7 +1066,9 @@ export function allocate(
     throw new OptionError(op, `arena must be an Arena, got ${describe(options.arena)}`);
   }
   const storage = Storage.rent(bytes, { zero, arena: options.arena, scoped: options.scoped ?? false });
-  return new Tensor({ storage, dtype, shape: [...shape], strides: contiguousStrides(shape), offset: 0 });
+  const parts = { storage, dtype, shape: [...shape], strides: contiguousStrides(shape), offset: 0 };
+  allocating = true;
+  return new Tensor(parts);
 }
 
 function isTypedArray(value: unknown): value is TypedArray {

@@ -20,7 +20,7 @@ export type Operand = Tensor | number;
 
 /**
  * `value` checked to be a live tensor: an `OptionError` for anything else, a `StaleTensorError` when its
- * storage was released, a `TensorShapeError` when its view no longer fits its storage. Ops check their inputs with it before allocating, so a refused call leaves nothing
+ * storage was released (its view is checked again at the native boundary, `Tensor.operand`). Ops check their inputs with it before allocating, so a refused call leaves nothing
  * behind.
  *
  * @example
@@ -39,7 +39,6 @@ export function checkTensor(op: string, name: string, value: unknown): Tensor {
     throw new OptionError(op, `${name} must be a Tensor, got ${describe(value)}`);
   }
   if (value.storage.isReleased) throw new StaleTensorError(op);
-  value.checkView(op);
   return value;
 }
 
