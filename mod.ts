@@ -56,6 +56,7 @@ export * as io from "./src/io/mod.ts";
 export { ActivationScope, tidy } from "./src/memory/scope.ts";
 export { GradMode, setDefaultKernels, TensorCompute } from "./src/context.ts";
 export type { ComputeSnapshot, GradModeApi, TensorComputeApi } from "./src/context.ts";
+export type { Seed } from "./src/core/random.ts";
 export { Arena, BufferPool } from "./src/memory/pool.ts";
 export type { ArenaOptions, ArenaStats, PoolStats } from "./src/memory/pool.ts";
 export { type KernelInfo, kernelInfo } from "./src/native/kernel_info.ts";
@@ -93,6 +94,7 @@ export {
   BufferOverrunError,
   DTypeError,
   NativeLibraryError,
+  OptionError,
   StaleTensorError,
   TensorFileError,
   TensorShapeError,

@@ -6,6 +6,8 @@
  *
  * @module
  */
+import { OptionError } from "./core/errors.ts";
+import { checkOptions } from "./options.ts";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { hardwareThreads } from "./native/kernel_info.ts";
 import type { ArithmeticMode, ComputeSettings, KernelSet } from "./kernels/types.ts";
@@ -50,7 +52,7 @@ export function setDefaultKernels(set: KernelSet): void {
 
 function checkMode(mode: unknown): ArithmeticMode {
   if (mode !== "fast" && mode !== "exact") {
-    throw new TypeError(`TensorCompute: mode must be "fast" or "exact", got ${JSON.stringify(mode)}`);
+    throw new OptionError("TensorCompute", `mode must be "fast" or "exact", got ${JSON.stringify(mode)}`);
   }
   return mode;
 }
@@ -116,6 +118,7 @@ export const TensorCompute: TensorComputeApi = {
    * what `fn` returns (a promise when `fn` is async).
    */
   run<T>(settings: { mode?: ArithmeticMode; threads?: number; kernels?: KernelSet }, fn: () => T): T {
+    checkOptions("TensorCompute.run", settings, ["mode", "threads", "kernels"]);
     const current = context.getStore();
     return context.run({
       ...current,

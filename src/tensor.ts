@@ -14,7 +14,7 @@ import {
   type TypedArray,
 } from "./core/dtype.ts";
 import { decodeElement, type ElementValue, encodeElement } from "./core/element.ts";
-import { DTypeError, TensorShapeError } from "./core/errors.ts";
+import { DTypeError, OptionError, TensorShapeError } from "./core/errors.ts";
 import { detectLayout, Layout } from "./core/layout.ts";
 import {
   checkBytes,
@@ -25,7 +25,8 @@ import {
   isContiguous,
 } from "./core/shape.ts";
 import { Storage } from "./memory/storage.ts";
-import type { Arena } from "./memory/pool.ts";
+import { Arena } from "./memory/pool.ts";
+import { checkOptions, describe } from "./options.ts";
 import type { NativePointer } from "./native/symbols.ts";
 import type { KernelOperand } from "./kernels/types.ts";
 import type { BackwardRecord, LeafNode } from "./autograd/record.ts";
@@ -48,12 +49,15 @@ import type {
   ReduceOptions,
   RnnWeights,
 } from "./ops/mod.ts";
-import { randomFill } from "./core/random.ts";
+import { randomFill, type Seed, seedWords } from "./core/random.ts";
 import { formatTensor, type TensorJson, tensorJson } from "./format.ts";
 
 /** The inspection hooks of Deno and of Node (which Bun follows). */
 const denoInspect: unique symbol = Symbol.for("Deno.customInspect");
 const nodeInspect: unique symbol = Symbol.for("nodejs.util.inspect.custom");
+
+const CREATE_KEYS = ["arena", "dtype"] as const;
+const RANDOM_KEYS = ["arena", "seed"] as const;
 
 /** Options every creator takes. */
 export interface CreateOptions {
@@ -120,33 +124,90 @@ const float16Array = (globalThis as unknown as {
  * ```
  */
 export class Tensor {
-  /** The storage shared by this handle and its views. */
-  readonly storage: Storage;
-  /** The element type. */
-  readonly dtype: DType;
-  /** The logical shape. */
-  readonly shape: readonly number[];
-  /** Strides in elements, one per axis: 0 broadcasts, negative reverses. */
-  readonly strides: readonly number[];
-  /** Element offset of the first element in the storage. */
-  readonly offset: number;
-  /** B for an NchwC(B) blocked tensor, 0 otherwise. */
-  readonly blockSize: number;
-  /** The backward record that produced this tensor, or null for leaves and untracked tensors. */
-  gradFn: BackwardRecord | null;
+  readonly #storage: Storage;
+  readonly #dtype: DType;
+  readonly #shape: readonly number[];
+  readonly #strides: readonly number[];
+  readonly #offset: number;
+  readonly #blockSize: number;
+  /** Elements the storage holds, for the bounds check at every access; −1 for blocked tensors. */
+  readonly #capacity: number;
   readonly #leaf: LeafNode | null;
+  #gradFn: BackwardRecord | null;
   #elements: TypedArray | null = null;
 
-  /** Internal: build tensors with the creators, views and ops. */
+  /**
+   * Internal: build tensors with the creators, views and ops. Every bound is checked against the storage here
+   * (spec 000: bounds are checked when a view is made): the shape's extents, one integer stride per axis, an
+   * offset such that every reachable element lies inside the storage. Every field is a getter over a private
+   * one, and the bounds are checked again before every data access (`#checkIntact`), so a handle whose shape or
+   * strides array was modified still reaches no memory outside its storage.
+   */
   constructor(parts: TensorParts) {
-    this.storage = parts.storage;
-    this.dtype = parts.dtype;
-    this.shape = parts.shape;
-    this.strides = parts.strides;
-    this.offset = parts.offset;
-    this.blockSize = parts.blockSize ?? 0;
-    this.gradFn = parts.gradFn ?? null;
+    const fresh = allocating;
+    allocating = false;
+    const op = "Tensor";
+    const storage = parts.storage;
+    if (!(storage instanceof Storage)) {
+      throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
+    }
+    const info = dtypeInfo(parts.dtype, op);
+    const shape = parts.shape;
+    const blockSize = parts.blockSize ?? 0;
+    const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
+    const strides = fresh || blockSize === 0 && Array.isArray(shape) && Array.isArray(parts.strides) &&
+        fitsStorage(shape, parts.strides, parts.offset, capacity)
+      ? parts.strides
+      : checkView(op, storage, info, shape, parts.strides, parts.offset, blockSize);
+    this.#storage = storage;
+    this.#dtype = parts.dtype;
+    this.#shape = shape;
+    this.#strides = strides;
+    this.#offset = parts.offset;
+    this.#blockSize = blockSize;
+    this.#capacity = blockSize === 0 ? capacity : -1;
+    this.#gradFn = parts.gradFn ?? null;
     this.#leaf = parts.leaf ?? null;
+  }
+
+  /** The storage shared by this handle and its views. */
+  get storage(): Storage {
+    return this.#storage;
+  }
+
+  /** The element type. */
+  get dtype(): DType {
+    return this.#dtype;
+  }
+
+  /** The logical shape. Do not modify it: a handle whose shape was modified throws on every data access. */
+  get shape(): readonly number[] {
+    return this.#shape;
+  }
+
+  /** Strides in elements, one per axis: 0 broadcasts, negative reverses. Modified strides: as for `shape`. */
+  get strides(): readonly number[] {
+    return this.#strides;
+  }
+
+  /** Element offset of the first element in the storage. */
+  get offset(): number {
+    return this.#offset;
+  }
+
+  /** B for an NchwC(B) blocked tensor, 0 otherwise. */
+  get blockSize(): number {
+    return this.#blockSize;
+  }
+
+  /** The backward record that produced this tensor, or null for leaves and untracked tensors. */
+  get gradFn(): BackwardRecord | null {
+    return this.#gradFn;
+  }
+
+  /** Internal: set by the autograd recorder on an op's fresh result. */
+  set gradFn(record: BackwardRecord | null) {
+    this.#gradFn = record;
   }
 
   // --- creating ---
@@ -181,7 +242,7 @@ export class Tensor {
     let shape: readonly number[] | undefined;
     if (Array.isArray(shapeOrOptions)) shape = shapeOrOptions;
     else if (shapeOrOptions !== undefined) options = shapeOrOptions as TensorOptions;
-    checkOptions("from", options);
+    creatorOptions("from", options);
     const targetShape = shape ?? inferredShape;
     const target = options.dtype === undefined ? inferredDType : toDType(options.dtype, "from");
     const count = checkShape("from", targetShape);
@@ -262,9 +323,10 @@ export class Tensor {
    */
   static full(shape: readonly number[], value: ElementValue | boolean, options: TensorOptions = {}): Tensor {
     const dtype = optionDType(options, "full");
-    const tensor = allocate("full", shape, dtype, false, options);
     const info = dtypeInfo(dtype, "full");
-    tensor.#writable("full").fill(encodeElement(info, value, "full") as never);
+    const stored = encodeElement(info, value, "full");
+    const tensor = allocate("full", shape, dtype, false, options);
+    tensor.#writable("full").fill(stored as never);
     return tensor;
   }
 
@@ -281,7 +343,7 @@ export class Tensor {
    * ```
    */
   static scalar(value: ElementValue | boolean, options: TensorOptions = {}): Tensor {
-    checkOptions("scalar", options);
+    creatorOptions("scalar", options);
     const inferred: DType = typeof value === "bigint" ? 7 : typeof value === "boolean" ? 9 : 1;
     return Tensor.full([], value, { ...options, dtype: options.dtype ?? inferred });
   }
@@ -346,9 +408,11 @@ export class Tensor {
    * assert.ok(a.toArray().join() === b.toArray().join() && a.toArray().every((v) => v >= 0 && v < 1));
    * ```
    */
-  static rand(shape: readonly number[], options: CreateOptions & { seed?: number } = {}): Tensor {
-    const tensor = allocate("rand", shape, 1, false, options);
-    randomFill(tensor.#writable("rand") as Float32Array, "uniform", options.seed);
+  static rand(shape: readonly number[], options: CreateOptions & { seed?: Seed } = {}): Tensor {
+    const { arena, seed } = checkOptions("rand", options, RANDOM_KEYS);
+    if (seed !== undefined) seedWords("rand", seed);
+    const tensor = allocate("rand", shape, 1, false, { arena });
+    randomFill(tensor.#writable("rand") as Float32Array, "uniform", seed);
     return tensor;
   }
 
@@ -364,9 +428,11 @@ export class Tensor {
    * assert.ok(Math.abs(mean) < 0.2);
    * ```
    */
-  static randn(shape: readonly number[], options: CreateOptions & { seed?: number } = {}): Tensor {
-    const tensor = allocate("randn", shape, 1, false, options);
-    randomFill(tensor.#writable("randn") as Float32Array, "normal", options.seed);
+  static randn(shape: readonly number[], options: CreateOptions & { seed?: Seed } = {}): Tensor {
+    const { arena, seed } = checkOptions("randn", options, RANDOM_KEYS);
+    if (seed !== undefined) seedWords("randn", seed);
+    const tensor = allocate("randn", shape, 1, false, { arena });
+    randomFill(tensor.#writable("randn") as Float32Array, "normal", seed);
     return tensor;
   }
 
@@ -559,12 +625,47 @@ export class Tensor {
     strides: readonly number[] = this.strides,
     offset: number = this.offset,
   ): KernelOperand {
+    this.#checkIntact(op);
     return new TensorOperand(this, op, strides, offset);
+  }
+
+  /** Internal: throws unless this handle's view, as its arrays hold now, lies inside its storage. */
+  checkView(op: string): void {
+    this.#checkIntact(op);
   }
 
   /** Internal: a typed array of the stored representation over the whole storage. */
   elements(op: string): TypedArray {
     return this.#view(op);
+  }
+
+  /**
+   * Checks the bounds again, from the shape and strides arrays as they are now: they are plain arrays, not
+   * frozen (a frozen array takes the engines' slow paths in every op that reads it, which doubled the per-op
+   * overhead), so someone may have written into them; a view they describe that stays inside the storage is
+   * harmless, any other throws `TensorShapeError`. A few comparisons per axis; no allocation.
+   */
+  #checkIntact(op: string): void {
+    if (this.#capacity >= 0 && fitsStorage(this.#shape, this.#strides, this.#offset, this.#capacity)) return;
+    const strides = this.#strides;
+    const checked = checkView(
+      op,
+      this.#storage,
+      dtypeInfo(this.#dtype),
+      this.#shape,
+      strides,
+      this.#offset,
+      this.#blockSize,
+    );
+    if (checked !== strides) {
+      throw new TensorShapeError(
+        op,
+        `strides ${formatShape(strides)} were modified to values outside 32 bits`,
+        [
+          this.#shape,
+        ],
+      );
+    }
   }
 
   // --- views ---
@@ -716,7 +817,18 @@ export class Tensor {
 
   set grad(value: Tensor | null) {
     if (this.#leaf === null) {
-      throw new TypeError("grad: only a leaf made by withRequiresGrad() holds a gradient");
+      throw new OptionError("grad", "only a leaf made by withRequiresGrad() holds a gradient");
+    }
+    if (
+      value !== null &&
+      (!(value instanceof Tensor) || value.dtype !== this.dtype ||
+        formatShape(value.shape) !== formatShape(this.shape))
+    ) {
+      throw new TensorShapeError(
+        "grad",
+        `a gradient must be null or a tensor of the leaf's dtype and shape ${formatShape(this.shape)}`,
+        [this.shape],
+      );
     }
     this.#leaf.grad?.dispose();
     this.#leaf.grad = value;
@@ -824,23 +936,23 @@ export class Tensor {
     return ops.linear(this, weight, bias);
   }
 
-  /** The sum over `axis` (a number or an array; all axes by default). */
-  sum(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+  /** The sum over `axis` (a number or an array; all axes by default); `true` or `{ keepDims: true }` keeps them. */
+  sum(axis?: number | readonly number[], options?: ReduceOptions | boolean): Tensor {
     return ops.sum(this, axis, options);
   }
 
   /** The mean over `axis` (all axes by default). */
-  mean(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+  mean(axis?: number | readonly number[], options?: ReduceOptions | boolean): Tensor {
     return ops.mean(this, axis, options);
   }
 
   /** The maximum over `axis` (all axes by default). */
-  max(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+  max(axis?: number | readonly number[], options?: ReduceOptions | boolean): Tensor {
     return ops.max(this, axis, options);
   }
 
   /** The minimum over `axis` (all axes by default). */
-  min(axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+  min(axis?: number | readonly number[], options?: ReduceOptions | boolean): Tensor {
     return ops.min(this, axis, options);
   }
 
@@ -971,6 +1083,7 @@ export class Tensor {
 
   /** A typed array of this dtype's stored representation over the whole storage (cached per handle). */
   #view(op: string): TypedArray {
+    this.#checkIntact(op);
     const buffer = this.storage.buffer(op);
     if (this.#elements === null || this.#elements.buffer !== buffer) {
       // Element access works on stored bits (F16 and BF16 as Uint16Array), whatever data() returns.
@@ -982,6 +1095,7 @@ export class Tensor {
 
   /** The contiguous span of this tensor's own elements (or blocks, or the blocked physical span). */
   #span(op: string): TypedArray {
+    this.#checkIntact(op);
     const info = dtypeInfo(this.dtype);
     const buffer = this.storage.buffer(op);
     if (this.blockSize > 0) {
@@ -1004,6 +1118,8 @@ export class Tensor {
       );
     }
     const ctor = this.dtype === 10 && float16Array !== undefined ? float16Array : info.array;
+    // An empty view may sit at an offset past the end of its storage.
+    if (this.size === 0) return new ctor(buffer, 0, 0) as TypedArray;
     return new ctor(buffer, this.offset * info.blockBytes, this.size) as TypedArray;
   }
 
@@ -1013,7 +1129,11 @@ export class Tensor {
     if (info.isQuantized) {
       throw new DTypeError(op, `${info.name} tensors are made by quantize(), not filled element by element`);
     }
-    return new info.array(this.storage.buffer(op), this.offset * info.blockBytes, this.size);
+    return new info.array(
+      this.storage.buffer(op),
+      this.size === 0 ? 0 : this.offset * info.blockBytes,
+      this.size,
+    );
   }
 
   #scalarInfo(op: string): DTypeInfo {
@@ -1101,18 +1221,20 @@ class TensorOperand implements KernelOperand {
  * Options that are not an object (a dtype passed where the options go, as before dtypes moved into them) throw
  * rather than being read as "no options".
  */
-function checkOptions(op: string, options: TensorOptions): void {
+function creatorOptions(op: string, options: TensorOptions): TensorOptions {
   if (typeof options !== "object" || options === null) {
-    throw new TypeError(
-      `${op}: expected an options object such as { dtype: DType.I32 }, got ${String(options)}; ` +
+    throw new OptionError(
+      op,
+      `expected an options object such as { dtype: DType.I32 }, got ${String(options)}; ` +
         "a dtype is never a positional argument",
     );
   }
+  return checkOptions(op, options, CREATE_KEYS);
 }
 
 /** The dtype of a creator's options: F32 unless given. */
 function optionDType(options: TensorOptions, op: string): DType {
-  checkOptions(op, options);
+  creatorOptions(op, options);
   return options.dtype === undefined ? 1 : toDType(options.dtype, op);
 }
 
@@ -1132,6 +1254,120 @@ function arangeCount(start: number, end: number, step: number): number {
   }
   return Math.ceil((end - start) / step);
 }
+
+const INT32_MAX = 2 ** 31 - 1;
+
+/**
+ * The common case of `checkView` in a few comparisons per axis: true when every extent and stride is a 32-bit
+ * integer, the offset one from 0, the element count at most 2^31 − 1 and every reachable element below
+ * `capacity`. False sends the caller to `checkView`, which gives the reason (or normalizes strides).
+ */
+function fitsStorage(
+  shape: readonly number[],
+  strides: readonly number[],
+  offset: number,
+  capacity: number,
+): boolean {
+  if (shape.length > 8 || strides.length !== shape.length || typeof offset !== "number") return false;
+  if ((offset | 0) !== offset || offset < 0) return false;
+  let low = offset;
+  let high = offset;
+  let count = 1;
+  for (let axis = 0; axis < shape.length; axis++) {
+    const extent = shape[axis];
+    const stride = strides[axis];
+    if (typeof extent !== "number" || typeof stride !== "number") return false;
+    if ((extent | 0) !== extent || extent < 0 || (stride | 0) !== stride) return false;
+    if ((count *= extent) > INT32_MAX) return false;
+    if (stride < 0) low += (extent - 1) * stride;
+    else high += (extent - 1) * stride;
+  }
+  return count === 0 || (low >= 0 && high < capacity);
+}
+
+/**
+ * Checks a view against its storage in one pass and returns its strides: at most 8 axes, integer extents with
+ * a product of at most 2^31 − 1, one integer stride per axis, an integer offset, and every reachable element
+ * inside the storage (blocked tensors: their physical span at offset 0). A stride matters only on an axis of
+ * more than one element; elsewhere one outside 32 bits (a slice step of 2^31 makes one) becomes 0.
+ */
+function checkView(
+  op: string,
+  storage: Storage,
+  info: DTypeInfo,
+  shape: readonly number[],
+  strides: readonly number[],
+  offset: number,
+  blockSize: number,
+): readonly number[] {
+  if (!Array.isArray(shape) || shape.length > 8) checkShape(op, shape);
+  if (!Array.isArray(strides) || strides.length !== shape.length) {
+    throw new TensorShapeError(
+      op,
+      `strides must be an array of one integer per axis of ${formatShape(shape)}, got ${describe(strides)}`,
+      [shape],
+    );
+  }
+  if (!Number.isInteger(offset) || offset < 0 || offset > INT32_MAX) {
+    throw new TensorShapeError(op, `offset ${String(offset)} is not an integer in 0 to 2^31 − 1`, [shape]);
+  }
+  let result = strides;
+  let low = offset;
+  let high = offset;
+  let count = 1;
+  for (let axis = 0; axis < shape.length; axis++) {
+    const extent = shape[axis];
+    const stride = result[axis];
+    if (!Number.isInteger(extent) || extent < 0) checkShape(op, shape);
+    count *= extent;
+    if (count > INT32_MAX) checkShape(op, shape);
+    if (Number.isInteger(stride) && stride >= -INT32_MAX && stride <= INT32_MAX) {
+      const reach = (extent - 1) * stride;
+      if (reach < 0) low += reach;
+      else high += reach;
+    } else if (extent > 1 || !Number.isInteger(stride)) {
+      throw new TensorShapeError(
+        op,
+        `stride ${String(stride)} of axis ${axis} is not an integer within ±(2^31 − 1)`,
+        [shape],
+      );
+    } else {
+      const copy = result.slice();
+      copy[axis] = 0;
+      result = copy;
+    }
+  }
+  const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
+  if (blockSize !== 0) {
+    const physical = shape.length === 4 && Number.isInteger(blockSize) && blockSize > 0 && blockSize <= 256
+      ? shape[0] * Math.ceil(shape[1] / blockSize) * blockSize * shape[2] * shape[3]
+      : Infinity;
+    if (physical > capacity || offset !== 0) {
+      throw new TensorShapeError(
+        op,
+        `a blocked NchwC(${String(blockSize)}) tensor of ${formatShape(shape)} needs ${physical} elements ` +
+          `at offset 0; its storage holds ${capacity}`,
+        [shape],
+      );
+    }
+    return result;
+  }
+  if (count !== 0 && (low < 0 || high >= capacity)) {
+    throw new TensorShapeError(
+      op,
+      `a view of ${formatShape(shape)} with strides ${formatShape(result)} and offset ${offset} reaches ` +
+        `elements ${low} to ${high}; its storage holds ${capacity}`,
+      [shape],
+    );
+  }
+  return result;
+}
+
+/**
+ * Set by `allocate` for the one construction that follows: a fresh contiguous tensor over a block rented for
+ * its checked shape needs no bounds check. Module-private, so no other caller can skip the check.
+ */
+let allocating = false;
 
 /** Rents storage for a new contiguous tensor, checking shape and byte limits first. */
 export function allocate(
@@ -1154,8 +1390,13 @@ export function allocate(
   }
   const bytes = (count / info.blockElements) * info.blockBytes;
   checkBytes(op, shape, bytes);
+  if (options.arena !== undefined && !(options.arena instanceof Arena)) {
+    throw new OptionError(op, `arena must be an Arena, got ${describe(options.arena)}`);
+  }
   const storage = Storage.rent(bytes, { zero, arena: options.arena, scoped: options.scoped ?? false });
-  return new Tensor({ storage, dtype, shape: [...shape], strides: contiguousStrides(shape), offset: 0 });
+  const parts = { storage, dtype, shape: [...shape], strides: contiguousStrides(shape), offset: 0 };
+  allocating = true;
+  return new Tensor(parts);
 }
 
 function isTypedArray(value: unknown): value is TypedArray {
@@ -1196,7 +1437,7 @@ function flatten(
     return { flat: typed, inferredShape: [typed.length], inferredDType: typedArrayDType(typed) };
   }
   if (!Array.isArray(values)) {
-    throw new TypeError(`from: values must be a typed array or an array, got ${String(values)}`);
+    throw new OptionError("from", `values must be a typed array or an array, got ${describe(values)}`);
   }
   const shape: number[] = [];
   let level: unknown = values;
@@ -1231,7 +1472,7 @@ function flatten(
   const inferredDType: DType = typeof first === "bigint" ? 7 : typeof first === "boolean" ? 9 : 1;
   for (const v of flat) {
     if (typeof v !== "number" && typeof v !== "bigint" && typeof v !== "boolean") {
-      throw new TypeError(`from: values must be numbers, bigints or booleans, got ${typeof v}`);
+      throw new OptionError("from", `values must be numbers, bigints or booleans, got ${describe(v)}`);
     }
   }
   return { flat, inferredShape: shape.length === 1 && shape[0] === 0 ? [0] : shape, inferredDType };

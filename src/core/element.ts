@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { DTypeError } from "./errors.ts";
+import { DTypeError, OptionError } from "./errors.ts";
+import { describe } from "../options.ts";
 import type { DTypeInfo, TypedArray } from "./dtype.ts";
 import { bf16BitsToF32, f16BitsToF32 } from "./convert.ts";
 import { encodeValue } from "../kernels/cast.ts";
@@ -18,6 +19,10 @@ export type ElementValue = number | bigint;
 export function encodeElement(info: DTypeInfo, value: ElementValue | boolean, op: string): number | bigint {
   if (info.isQuantized) {
     throw new DTypeError(op, `${info.name} elements cannot be written one at a time; use quantize()`);
+  }
+  const kind = typeof value;
+  if (kind !== "number" && kind !== "bigint" && kind !== "boolean") {
+    throw new OptionError(op, `values must be numbers, bigints or booleans, got ${describe(value)}`);
   }
   return encodeValue(info.name, value);
 }

@@ -56,6 +56,30 @@ export class DTypeError extends TypeError {
 }
 
 /**
+ * An argument or an options object broke a rule: an unknown option key (the message names the accepted keys,
+ * and the right key for PyTorch spellings such as `dim` or `keepdim`), or a value of the wrong kind (a string
+ * where a number belongs, a seed that names no stream). A `TypeError`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { OptionError } from "@zigtensor/zigtensor";
+ * const error = new OptionError("sum", "unknown option keepdim; use keepDims");
+ * assert.ok(error instanceof TypeError && error.op === "sum");
+ * ```
+ */
+export class OptionError extends TypeError {
+  /** The operation that refused the argument. */
+  readonly op: string;
+
+  constructor(op: string, rule: string, options?: ErrorOptions) {
+    super(`${op}: ${rule}`, options);
+    this.name = "OptionError";
+    this.op = op;
+  }
+}
+
+/**
  * Data was read or written through a handle whose storage was released (disposed, collected by a scope, or
  * its arena reset). A `TypeError`, the closest built-in to .NET's `ObjectDisposedException`.
  *
@@ -74,7 +98,8 @@ export class StaleTensorError extends TypeError {
   /** The error for `op` reaching released storage. */
   constructor(op: string, options?: ErrorOptions) {
     super(
-      `${op}: the tensor's storage was released (disposed, its scope ended or its arena was reset)`,
+      `${op}: the tensor's storage was released (disposed, its scope ended, its arena was reset, or its ` +
+        "memory was transferred away with ArrayBuffer.transfer, structuredClone or postMessage)",
       options,
     );
     this.name = "StaleTensorError";

@@ -20,9 +20,9 @@ export function permuteView(view: ViewMeta, dims: readonly number[], op = "permu
   if (!Array.isArray(dims) || dims.length !== rank) {
     throw new TensorShapeError(
       op,
-      `the permutation ${formatShape(dims ?? [])} must list ${rank} axes for shape ${
-        formatShape(view.shape)
-      }`,
+      `the permutation ${
+        Array.isArray(dims) ? formatShape(dims) : String(dims)
+      } must be an array of ${rank} axes for shape ${formatShape(view.shape)}`,
       [view.shape],
     );
   }

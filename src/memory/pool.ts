@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { BufferOverrunError, TensorShapeError } from "../core/errors.ts";
+import { BufferOverrunError, OptionError, TensorShapeError } from "../core/errors.ts";
+import { checkOptions } from "../options.ts";
 import { library, native } from "../native/library.ts";
 import { ffi } from "../native/runtime.ts";
 import type { NativePointer } from "../native/symbols.ts";
@@ -17,6 +18,44 @@ export function checkByteLength(op: string, name: string, n: number, min = 0): v
   if (!Number.isInteger(n) || n < min || n > MAX_BYTE_LENGTH) {
     throw new TensorShapeError(op, `${name} must be an integer from ${min} to 2^31 − 1, got ${n}`);
   }
+}
+
+/** ArrayBuffers zigtensor detached itself (on release or reset), as opposed to ones transferred away. */
+const detachedHere = new WeakSet<ArrayBuffer>();
+
+/**
+ * Detaches an ArrayBuffer over native memory, so typed arrays over it read as empty; internal to zigtensor.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { detachBuffer, wasTransferred } from "./pool.ts";
+ * const buffer = new ArrayBuffer(8);
+ * detachBuffer(buffer);
+ * assert.ok(buffer.detached && !wasTransferred(buffer));
+ * ```
+ */
+export function detachBuffer(buffer: ArrayBuffer): void {
+  if (buffer.detached) return;
+  detachedHere.add(buffer);
+  buffer.transfer(0);
+}
+
+/**
+ * Whether something other than zigtensor detached `buffer`: `transfer()`, `structuredClone` or `postMessage`
+ * with a transfer list moved the memory to a new owner the pool does not know; internal to zigtensor.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { wasTransferred } from "./pool.ts";
+ * const buffer = new ArrayBuffer(8);
+ * buffer.transfer();
+ * assert.ok(wasTransferred(buffer));
+ * ```
+ */
+export function wasTransferred(buffer: ArrayBuffer): boolean {
+  return buffer.detached && !detachedHere.has(buffer);
 }
 
 /** What the pool holds, in bytes of size classes (a 100-byte request counts 128) and in blocks. */
@@ -195,9 +234,45 @@ export const arenaAccess: {
   track: () => {},
 };
 
-const arenaLeaks = new FinalizationRegistry<NativePointer>((pointer) => {
-  native.zt_arena_destroy(pointer);
+/** The finalizer's view of an arena: its native allocator and the buffers made over its blocks. */
+interface ArenaRecord {
+  pointer: NativePointer | null;
+  /** ArrayBuffers made over the arena's blocks since the last reset, detached by the next one. */
+  buffers: ArrayBuffer[];
+  /** After the arena was collected: buffers still reachable from handed-out typed arrays. */
+  pending: number;
+}
+
+/**
+ * Destroys a collected arena's allocator once no handed-out typed array can reach its memory: an arena dropped
+ * while arrays over its blocks live waits for every such buffer; one whose buffer was transferred away is
+ * retired (its memory is never reused).
+ */
+const arenaLeaks = new FinalizationRegistry<ArenaRecord>((record) => {
+  const buffers = record.buffers;
+  record.buffers = [];
+  if (buffers.some(wasTransferred)) {
+    record.pointer = null;
+    return;
+  }
+  for (const buffer of buffers) {
+    if (buffer.detached) continue;
+    record.pending++;
+    arenaBufferLeaks.register(buffer, record);
+  }
+  if (record.pending === 0) destroyLeakedArena(record);
 });
+
+const arenaBufferLeaks = new FinalizationRegistry<ArenaRecord>((record) => {
+  if (--record.pending === 0) destroyLeakedArena(record);
+});
+
+function destroyLeakedArena(record: ArenaRecord): void {
+  if (record.pointer === null) return;
+  const overrun = native.zt_arena_destroy(record.pointer);
+  record.pointer = null;
+  if (overrun !== 0) console.error(new BufferOverrunError("finalize", overrun, -1).message);
+}
 
 /**
  * A bump allocator for the state of one run: 64-byte aligned blocks carved from 1 MiB chunks (by default)
@@ -219,23 +294,24 @@ const arenaLeaks = new FinalizationRegistry<NativePointer>((pointer) => {
 export class Arena implements Disposable {
   #pointer: NativePointer | null;
   #generation = 0;
-  /** ArrayBuffers made over the arena's blocks since the last reset, detached by the next one. */
-  #buffers: ArrayBuffer[] = [];
+  readonly #chunkBytes: number;
+  readonly #record: ArenaRecord;
   readonly #words = new Uint32Array(new ArrayBuffer(32));
 
   static {
     arenaAccess.alloc = (arena, byteLength, zero) => arena.#alloc(byteLength, zero);
-    arenaAccess.track = (arena, buffer) => arena.#buffers.push(buffer);
+    arenaAccess.track = (arena, buffer) => arena.#record.buffers.push(buffer);
   }
 
   /** A new arena that allocates in chunks of `options.chunkBytes` (1 MiB by default). */
   constructor(options: ArenaOptions = {}) {
-    const chunkBytes = options.chunkBytes ?? 1 << 20;
+    const chunkBytes = checkOptions("Arena", options, ["chunkBytes"]).chunkBytes ?? 1 << 20;
     checkByteLength("Arena", "chunkBytes", chunkBytes, 1);
-    const pointer = native.zt_arena_create(chunkBytes);
-    if (pointer === null) throw new RangeError("Arena: out of native memory");
+    this.#chunkBytes = chunkBytes;
+    const pointer = createArena(chunkBytes);
     this.#pointer = pointer;
-    arenaLeaks.register(this, pointer, this);
+    this.#record = { pointer, buffers: [], pending: 0 };
+    arenaLeaks.register(this, this.#record, this);
   }
 
   /**
@@ -272,7 +348,7 @@ export class Arena implements Disposable {
   }
 
   #alloc(byteLength: number, zero: boolean): NativePointer {
-    if (this.#pointer === null) throw new TypeError("Storage.rent: the arena was disposed");
+    if (this.#pointer === null) throw new OptionError("Storage.rent", "the arena was disposed");
     const pointer = native.zt_arena_alloc(this.#pointer, byteLength, zero ? 1 : 0);
     if (pointer === null) throw new RangeError(`Storage.rent: out of native memory for ${byteLength} bytes`);
     return pointer;
@@ -293,8 +369,12 @@ export class Arena implements Disposable {
    * ```
    */
   reset(): void {
-    if (this.#pointer === null) throw new TypeError("Arena.reset: the arena was disposed");
-    this.#detachBuffers();
+    if (this.#pointer === null) throw new OptionError("Arena.reset", "the arena was disposed");
+    if (this.#detachBuffers()) {
+      // A buffer over the arena's memory was transferred away: retire that memory, start a new allocator.
+      this.#pointer = this.#record.pointer = createArena(this.#chunkBytes);
+      return;
+    }
     const overrun = native.zt_arena_reset(this.#pointer);
     if (overrun !== 0) throw new BufferOverrunError("reset", overrun, -1);
   }
@@ -315,9 +395,10 @@ export class Arena implements Disposable {
   dispose(): void {
     const pointer = this.#pointer;
     if (pointer === null) return;
-    this.#pointer = null;
-    this.#detachBuffers();
+    this.#pointer = this.#record.pointer = null;
+    const transferred = this.#detachBuffers();
     arenaLeaks.unregister(this);
+    if (transferred) return;
     const overrun = native.zt_arena_destroy(pointer);
     if (overrun !== 0) throw new BufferOverrunError("dispose", overrun, -1);
   }
@@ -339,19 +420,27 @@ export class Arena implements Disposable {
    * ```
    */
   stats(): ArenaStats {
-    if (this.#pointer === null) throw new TypeError("Arena.stats: the arena was disposed");
+    if (this.#pointer === null) throw new OptionError("Arena.stats", "the arena was disposed");
     native.zt_arena_stats(this.#pointer, ffi.pointerOf(this.#words));
     const [chunks, largeBlocks, reservedBytes, usedBytes] = readU64s(this.#words, 4);
     return { chunks, largeBlocks, reservedBytes, usedBytes, generation: this.#generation };
   }
 
-  #detachBuffers(): void {
+  /** Makes every storage stale and detaches their buffers; true when one was transferred away. */
+  #detachBuffers(): boolean {
     this.#generation++;
-    for (const buffer of this.#buffers) {
-      if (!buffer.detached) buffer.transfer(0);
-    }
-    this.#buffers.length = 0;
+    const buffers = this.#record.buffers;
+    const transferred = buffers.some(wasTransferred);
+    for (const buffer of buffers) detachBuffer(buffer);
+    buffers.length = 0;
+    return transferred;
   }
+}
+
+function createArena(chunkBytes: number): NativePointer {
+  const pointer = native.zt_arena_create(chunkBytes);
+  if (pointer === null) throw new RangeError("Arena: out of native memory");
+  return pointer;
 }
 
 /** Whether the loaded library is the CHECKED build (poison and canaries). */

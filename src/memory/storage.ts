@@ -10,7 +10,7 @@
  * @module
  */
 import { BufferOverrunError, StaleTensorError } from "../core/errors.ts";
-import { type Arena, arenaAccess, checkByteLength, isCheckedBuild } from "./pool.ts";
+import { type Arena, arenaAccess, checkByteLength, detachBuffer, isCheckedBuild } from "./pool.ts";
 import { native } from "../native/library.ts";
 import { ffi } from "../native/runtime.ts";
 import type { NativePointer } from "../native/symbols.ts";
@@ -40,11 +40,32 @@ interface LeakRecord {
   readonly pointer: NativePointer;
   readonly byteLength: number;
   released: boolean;
+  /**
+   * The block's ArrayBuffer once one was made. Typed arrays handed out by `data()` hold it, so when the storage
+   * is collected the block waits for the buffer too; a buffer found detached was transferred away, and its
+   * block is retired, never rented again.
+   */
+  buffer: ArrayBuffer | null;
 }
 
-/** Returns a leaked block to the pool. A finalizer cannot throw to anyone, so an overrun is only logged. */
+/**
+ * Returns a leaked block to the pool once neither a handle nor a handed-out array can reach it: first the
+ * storage is collected (its record then holds the buffer, if one was made), then the buffer. A finalizer
+ * cannot throw to anyone, so an overrun is only logged.
+ */
 const leaks = new FinalizationRegistry<LeakRecord>((record) => {
   if (record.released) return;
+  const buffer = record.buffer;
+  if (buffer !== null) {
+    record.buffer = null;
+    if (buffer.detached) {
+      // Transferred away: the new owner of the memory is unknown to the pool, so the block is retired.
+      record.released = true;
+      return;
+    }
+    leaks.register(buffer, record);
+    return;
+  }
   record.released = true;
   const overrun = native.zt_pool_release(record.pointer, record.byteLength);
   if (overrun !== 0) console.error(new BufferOverrunError("finalize", overrun, record.byteLength).message);
@@ -124,10 +145,8 @@ export const ownership: {
  * ```
  */
 export class Storage {
-  /** The length in bytes the block was rented with. */
-  readonly byteLength: number;
-  /** The arena the block was carved from, or null for a pool block. */
-  readonly arena: Arena | null;
+  readonly #byteLength: number;
+  readonly #arena: Arena | null;
   readonly #pointer: NativePointer;
   readonly #generation: number;
   #buffer: ArrayBuffer | null = null;
@@ -144,9 +163,19 @@ export class Storage {
 
   private constructor(pointer: NativePointer, byteLength: number, arena: Arena | null) {
     this.#pointer = pointer;
-    this.byteLength = byteLength;
-    this.arena = arena;
+    this.#byteLength = byteLength;
+    this.#arena = arena;
     this.#generation = arena === null ? 0 : arena.generation;
+  }
+
+  /** The length in bytes the block was rented with (read-only: views are checked against it). */
+  get byteLength(): number {
+    return this.#byteLength;
+  }
+
+  /** The arena the block was carved from, or null for a pool block. */
+  get arena(): Arena | null {
+    return this.#arena;
   }
 
   /**
@@ -215,12 +244,14 @@ export class Storage {
     if (this.#buffer === null) {
       this.#buffer = ffi.arrayBuffer(this.#pointer, this.byteLength);
       if (this.arena !== null) arenaAccess.track(this.arena, this.#buffer);
+      if (this.#leak !== null) this.#leak.buffer = this.#buffer;
     }
     return this.#buffer;
   }
 
   /**
-   * True after `release()`, or once the storage's arena was reset or disposed.
+   * True after `release()`, once the storage's arena was reset or disposed, or once its ArrayBuffer was
+   * transferred away (`transfer()`, `structuredClone` or `postMessage` with a transfer list).
    *
    * @example
    * ```ts
@@ -232,7 +263,10 @@ export class Storage {
    * ```
    */
   get isReleased(): boolean {
-    return this.#released || (this.arena !== null && this.arena.generation !== this.#generation);
+    // A detached buffer reads as 0 bytes; byteLength is the fast check (detached is a slow builtin). A
+    // zero-byte storage's buffer is an ordinary one of the JS heap, nothing to retire when transferred.
+    return this.#released || (this.#buffer !== null && this.#buffer.byteLength !== this.#byteLength) ||
+      (this.arena !== null && this.arena.generation !== this.#generation);
   }
 
   /**
@@ -287,21 +321,31 @@ export class Storage {
    */
   release(): void {
     if (this.#released) return;
-    const stale = this.isReleased;
+    const stale = this.arena !== null && this.arena.generation !== this.#generation;
     this.#released = true;
     if (this.#owner !== null) this.#untrack();
     if (stale) return;
-    if (this.#buffer !== null && !this.#buffer.detached) this.#buffer.transfer(0);
+    const buffer = this.#buffer;
+    if (buffer !== null && buffer.detached) {
+      // Transferred away: retired, never rented again (an arena retires its memory at its next reset).
+      this.#dropLeak();
+      return;
+    }
+    if (buffer !== null) detachBuffer(buffer);
     if (this.arena !== null) {
       if (isCheckedBuild) this.#throwOnOverrun(native.zt_arena_retire(this.#pointer, this.byteLength));
       return;
     }
-    if (this.#leak !== null) {
-      this.#leak.released = true;
-      leaks.unregister(this.#leak);
-      this.#leak = null;
-    }
+    this.#dropLeak();
     this.#throwOnOverrun(native.zt_pool_release(this.#pointer, this.byteLength));
+  }
+
+  /** Takes the storage out of the finalizer's care. */
+  #dropLeak(): void {
+    if (this.#leak === null) return;
+    this.#leak.released = true;
+    leaks.unregister(this.#leak);
+    this.#leak = null;
   }
 
   #throwOnOverrun(overrun: number): void {
@@ -316,13 +360,14 @@ export class Storage {
       this.#owner = set;
       this.#ownerIndex = set.items.length;
       set.items.push(this);
-      if (this.#leak !== null) {
-        this.#leak.released = true;
-        leaks.unregister(this.#leak);
-        this.#leak = null;
-      }
+      this.#dropLeak();
     } else if (this.arena === null && this.#leak === null) {
-      this.#leak = { pointer: this.#pointer, byteLength: this.byteLength, released: false };
+      this.#leak = {
+        pointer: this.#pointer,
+        byteLength: this.byteLength,
+        released: false,
+        buffer: this.#buffer,
+      };
       leaks.register(this, this.#leak, this.#leak);
     }
   }

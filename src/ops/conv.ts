@@ -8,6 +8,7 @@
  * @module
  */
 import { TensorShapeError } from "../core/errors.ts";
+import { checkInteger, checkOptions } from "../options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
@@ -17,7 +18,7 @@ import { broadcastStrides, checkF32, newOutput } from "./elementwise.ts";
 import { matmul } from "./linalg.ts";
 import { reshape, squeeze, unsqueeze, viewOf } from "./views.ts";
 import { copyElements } from "./copy.ts";
-import { pair } from "./nn.ts";
+import { checkPadded, pair, windowStride } from "./nn.ts";
 
 /** Options of `conv2d`: a number or `[h, w]` for each of stride, padding and dilation. */
 export interface Conv2dOptions {
@@ -64,7 +65,7 @@ function outputExtents(
   const extents: number[] = [];
   for (const axis of [0, 1]) {
     const span = dilation[axis] * (kernel[axis] - 1) + 1;
-    const size = shape[2 + axis] + 2 * padding[axis];
+    const size = checkPadded(op, shape, shape[2 + axis], padding[axis]);
     if (size < span) {
       throw new TensorShapeError(
         op,
@@ -183,11 +184,15 @@ function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOpti
       [x.shape, weight.shape],
     );
   }
-  const groups = options.groups ?? 1;
-  if (!Number.isInteger(groups) || groups < 1) {
-    throw new TensorShapeError(op, `groups must be an integer ≥ 1, got ${String(groups)}`, [x.shape]);
-  }
+  const groups = checkInteger(op, "groups", options.groups ?? 1, 1);
   const [o, cg, kh, kw] = weight.shape;
+  if (cg === 0) {
+    throw new TensorShapeError(
+      op,
+      `the weight ${formatShape(weight.shape)} has no input channels; each group needs at least one`,
+      [x.shape, weight.shape],
+    );
+  }
   const c = x.shape[1];
   if (cg * groups !== c || o % groups !== 0) {
     throw new TensorShapeError(
@@ -210,7 +215,7 @@ function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOpti
     ]);
   }
   const kernel: [number, number] = [kh, kw];
-  const stride = pair(op, "stride", options.stride ?? 1, 1);
+  const stride = windowStride(op, options.stride ?? 1);
   const padding = pair(op, "padding", options.padding ?? 0, 0);
   const dilation = pair(op, "dilation", options.dilation ?? 1, 1);
   const output = outputExtents(op, x.shape, kernel, stride, padding, dilation);
@@ -273,8 +278,9 @@ function convolve(
  * assert.deepEqual([...y.toArray()], [14, 16, 20, 22]);
  * ```
  */
-export function conv2d(x: Tensor, weight: Tensor, options: Conv2dOptions = {}): Tensor {
+export function conv2d(x: Tensor, weight: Tensor, options?: Conv2dOptions): Tensor {
   const op = "conv2d";
+  options = checkOptions(op, options, ["bias", "stride", "padding", "dilation", "groups"]);
   checkF32(op, x, weight);
   if (options.bias !== undefined) checkF32(op, options.bias);
   checkImage(op, x);
@@ -295,7 +301,7 @@ export function conv2d(x: Tensor, weight: Tensor, options: Conv2dOptions = {}): 
 /** The checked window of an average pooling. */
 function poolGeometry(op: string, x: Tensor, options: AvgPool2dOptions): WindowGeometry {
   const kernel = pair(op, "kernel", options.kernel, 1);
-  const stride = pair(op, "stride", options.stride ?? kernel, 1);
+  const stride = windowStride(op, options.stride ?? kernel);
   const padding = pair(op, "padding", options.padding ?? 0, 0);
   for (const axis of [0, 1]) {
     if (2 * padding[axis] > kernel[axis]) {
@@ -333,6 +339,7 @@ function poolGeometry(op: string, x: Tensor, options: AvgPool2dOptions): WindowG
  */
 export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
   const op = "avgPool2d";
+  options = checkOptions(op, options, ["kernel", "stride", "padding"]);
   checkF32(op, x);
   checkImage(op, x);
   if (x.rank === 3) return squeeze(avgPool2d(unsqueeze(x, 0), options), 0);

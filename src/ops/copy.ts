@@ -5,7 +5,9 @@
  * @module
  */
 import { type DType, dtypeInfo, type DTypeLike, toDType } from "../core/dtype.ts";
-import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
+import { describe } from "../options.ts";
+import { checkTensor } from "./elementwise.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { Layout, nhwcStrides } from "../core/layout.ts";
 import { checkBytes, checkShape, contiguousStrides, formatShape } from "../core/shape.ts";
@@ -39,6 +41,7 @@ function copyQuantizedRows(op: string, dst: Tensor, src: Tensor): void {
 
 /** Itself when contiguous, else a row-major copy (recorded as Reshape). */
 export function contiguous(t: Tensor): Tensor {
+  checkTensor("contiguous", "the input", t);
   if (t.isContiguous) return t;
   if (t.blockSize > 0) {
     throw new TensorShapeError(
@@ -54,6 +57,7 @@ export function contiguous(t: Tensor): Tensor {
 
 /** A row-major copy that no scope tracks (recorded as Reshape, the identity on the logical tensor). */
 export function clone(t: Tensor): Tensor {
+  checkTensor("clone", "the input", t);
   if (t.blockSize > 0) {
     throw new TensorShapeError(
       "clone",
@@ -68,6 +72,7 @@ export function clone(t: Tensor): Tensor {
 
 /** A copy converted to `dtype` (a `DType` or a name such as `"float16"`) by the cast rules. Records Cast. */
 export function cast(t: Tensor, dtypeLike: DTypeLike): Tensor {
+  checkTensor("cast", "the input", t);
   const dtype = toDType(dtypeLike, "cast");
   const from = dtypeInfo(t.dtype, "cast");
   const to = dtypeInfo(dtype, "cast");
@@ -95,9 +100,12 @@ function contiguousCopy(op: string, t: Tensor, scoped: boolean): Tensor {
 
 /** Copies `source`, broadcast to `target`'s shape and cast to its dtype, into `target`; counts as a write. */
 export function copyInto(target: Tensor, source: Tensor): void {
+  checkTensor("copyFrom", "the target", target);
+  checkTensor("copyFrom", "the source", source);
   if (target.requiresGrad && shouldRecord(target)) {
-    throw new TypeError(
-      "copyFrom: cannot write in place into a tensor that requires gradients while gradients are recorded; " +
+    throw new OptionError(
+      "copyFrom",
+      "cannot write in place into a tensor that requires gradients while gradients are recorded; " +
         "use GradMode.noGrad() or detach() it",
     );
   }
@@ -178,6 +186,17 @@ function allocateBlocked(op: string, shape: readonly number[], dtype: DType, blo
  */
 export function toLayout(t: Tensor, layout: Layout): Tensor {
   const op = "toLayout";
+  checkTensor(op, "the input", t);
+  const known = layout === Layout.Nchw || layout === Layout.Nhwc || layout === Layout.Strided ||
+    (typeof layout === "object" && layout !== null && layout.kind === "nchwc" &&
+      Number.isInteger(layout.blockSize) && layout.blockSize >= 1 && layout.blockSize <= 256 &&
+      Layout.nchwc(layout.blockSize) === layout);
+  if (!known) {
+    throw new OptionError(
+      op,
+      `layout must be Layout.Nchw, Layout.Nhwc or Layout.nchwc(B), got ${describe(layout)}`,
+    );
+  }
   if (t.rank !== 4) {
     throw new TensorShapeError(op, `layouts apply to rank-4 NCHW tensors, got ${formatShape(t.shape)}`, [
       t.shape,
@@ -191,8 +210,9 @@ export function toLayout(t: Tensor, layout: Layout): Tensor {
   if (t.layout === layout) return t;
   if (layout.kind === "nchwc") {
     if (t.requiresGrad && shouldRecord(t)) {
-      throw new TypeError(
-        "toLayout: blocked NchwC(B) tensors cannot require gradients; detach() the input first",
+      throw new OptionError(
+        "toLayout",
+        "blocked NchwC(B) tensors cannot require gradients; detach() the input first",
       );
     }
     using plain = t.blockSize > 0 ? toLayout(t, Layout.Nchw) : null;

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { DTypeError, OptionError, StaleTensorError, TensorShapeError } from "../core/errors.ts";
+import { describe } from "../options.ts";
 import { dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
@@ -17,10 +18,34 @@ import { type OpKind, record, shouldRecord } from "../autograd/record.ts";
 /** A tensor operand or a number (an F32 scalar). */
 export type Operand = Tensor | number;
 
+/**
+ * `value` checked to be a live tensor: an `OptionError` for anything else, a `StaleTensorError` when its
+ * storage was released (its view is checked again at the native boundary, `Tensor.operand`). Ops check their inputs with it before allocating, so a refused call leaves nothing
+ * behind.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Tensor } from "@zigtensor/zigtensor";
+ * import { checkTensor } from "./elementwise.ts";
+ * const t = Tensor.zeros([2]);
+ * assert.equal(checkTensor("clone", "the input", t), t);
+ * t.dispose();
+ * assert.throws(() => checkTensor("clone", "the input", t));
+ * ```
+ */
+export function checkTensor(op: string, name: string, value: unknown): Tensor {
+  if (!(value instanceof Tensor)) {
+    throw new OptionError(op, `${name} must be a Tensor, got ${describe(value)}`);
+  }
+  if (value.storage.isReleased) throw new StaleTensorError(op);
+  return value;
+}
+
 /** Eager arithmetic takes F32 tensors (integers are for indices and labels). */
 export function checkF32(op: string, ...tensors: readonly Tensor[]): void {
   for (const t of tensors) {
-    if (!(t instanceof Tensor)) throw new TypeError(`${op}: expected a Tensor or a number, got ${String(t)}`);
+    checkTensor(op, "an operand", t);
     if (t.dtype !== 1 || t.blockSize > 0) {
       throw new DTypeError(
         op,
@@ -60,10 +85,9 @@ function scalarOperand(value: number): Tensor {
   return t;
 }
 
-function asTensor(op: string, value: Operand): Tensor {
-  if (typeof value === "number") return scalarOperand(value);
-  checkF32(op, value);
-  return value;
+/** A checked operand as a tensor (the caller checked tensor operands with `checkF32` first). */
+function asTensor(value: Operand): Tensor {
+  return typeof value === "number" ? scalarOperand(value) : value;
 }
 
 /** Strides that read `t` at the broadcast `shape` (stride 0 along stretched axes). */
@@ -100,8 +124,11 @@ export function unaryKernel(op: string, kind: UnaryOp, a: Tensor): Tensor {
 }
 
 function arithmetic(op: string, kind: BinaryOp, recordAs: OpKind, x: Operand, y: Operand): Tensor {
-  const a = asTensor(op, x);
-  const b = asTensor(op, y);
+  // Both operands are checked before either scalar is allocated, so a refused call allocates nothing.
+  if (typeof x !== "number") checkF32(op, x);
+  if (typeof y !== "number") checkF32(op, y);
+  const a = asTensor(x);
+  const b = asTensor(y);
   // Scalars made from numbers are temporaries: freed now, or owned by the record that may save them.
   const temporaries = [x === a ? null : a, y === b ? null : b].filter((t): t is Tensor => t !== null);
   const out = binaryKernel(op, kind, a, b);
@@ -153,8 +180,10 @@ export function div(a: Operand, b: Operand): Tensor {
 }
 
 function notDifferentiable(op: string, kind: BinaryOp, x: Operand, y: Operand): Tensor {
-  const a = asTensor(op, x);
-  const b = asTensor(op, y);
+  if (typeof x !== "number") checkF32(op, x);
+  if (typeof y !== "number") checkF32(op, y);
+  const a = asTensor(x);
+  const b = asTensor(y);
   const out = binaryKernel(op, kind, a, b);
   if (a !== x) a.dispose();
   if (b !== y) b.dispose();

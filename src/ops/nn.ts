@@ -4,14 +4,15 @@
  *
  * @module
  */
-import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
+import { checkBoolean, checkInteger, checkOptions, describe, INT32_MAX } from "../options.ts";
 import { dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { add, checkF32, mul, newOutput } from "./elementwise.ts";
+import { add, checkF32, checkTensor, mul, newOutput } from "./elementwise.ts";
 import { matmul } from "./linalg.ts";
 import { logSoftmax, softmax } from "./reduce.ts";
 import { transpose, viewOf } from "./views.ts";
@@ -27,24 +28,56 @@ export interface Pool2dOptions {
   readonly padding?: number | readonly [number, number];
 }
 
-/** A number or `[h, w]` as a checked pair of integers ≥ `min`. */
+/**
+ * A number or `[h, w]` as a checked pair of integers from `min` to `max` (an `OptionError` for anything else,
+ * a `TensorShapeError` naming the limit for an integer out of range).
+ */
 export function pair(
   op: string,
   name: string,
-  value: number | readonly [number, number],
+  value: number | readonly [number, number] | undefined,
   min: number,
+  max: number = INT32_MAX,
 ): [number, number] {
-  const [h, w] = typeof value === "number" ? [value, value] : value;
-  for (const v of [h, w]) {
-    if (!Number.isInteger(v) || v < min) {
-      throw new TensorShapeError(
-        op,
-        `${name} must be an integer ≥ ${min} or a pair of them, got ${JSON.stringify(value)}`,
-      );
-    }
+  if (typeof value === "number") {
+    const v = checkInteger(op, name, value, min, max);
+    return [v, v];
   }
-  return [h, w];
+  if (!Array.isArray(value) || value.length !== 2) {
+    throw new OptionError(
+      op,
+      `${name} must be an integer ≥ ${min} or a pair [h, w] of them, got ${describe(value)}`,
+    );
+  }
+  return [checkInteger(op, name, value[0], min, max), checkInteger(op, name, value[1], min, max)];
 }
+
+/**
+ * A window's stride, clamped: any stride at least the padded extent gives one output position, so a stride of
+ * 2^31 or more (which PyTorch accepts) is computed as one of 2^31 − 1, never refused.
+ */
+export function windowStride(
+  op: string,
+  value: number | readonly [number, number] | undefined,
+): [number, number] {
+  const [h, w] = pair(op, "stride", value, 1, Number.MAX_SAFE_INTEGER);
+  return [Math.min(h, INT32_MAX), Math.min(w, INT32_MAX)];
+}
+
+/** Throws unless an extent padded on both sides stays within what the native side indexes (2^31 − 1). */
+export function checkPadded(op: string, shape: readonly number[], size: number, padding: number): number {
+  const padded = size + 2 * padding;
+  if (padded > INT32_MAX) {
+    throw new TensorShapeError(
+      op,
+      `padding ${padding} makes an extent of ${padded}; a padded extent must be at most 2^31 − 1`,
+      [shape],
+    );
+  }
+  return padded;
+}
+
+const POOL_KEYS = ["kernel", "stride", "padding"] as const;
 
 /**
  * 2-D max pooling over an NCHW F32 tensor (spec 000 §9): the window starts at `o·stride − pad`, only in-bounds
@@ -69,12 +102,18 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
       x.shape,
     ]);
   }
-  const kernel = pair(op, "kernel", options.kernel, 1);
-  const stride = pair(op, "stride", options.stride ?? kernel, 1);
-  const padding = pair(op, "padding", options.padding ?? 0, 0);
+  const { kernel: kernelOption, stride: strideOption, padding: paddingOption } = checkOptions(
+    op,
+    options,
+    POOL_KEYS,
+  );
+  const kernel = pair(op, "kernel", kernelOption, 1);
+  const stride = windowStride(op, strideOption ?? kernel);
+  const padding = pair(op, "padding", paddingOption ?? 0, 0);
   const [n, c, h, w] = x.shape;
   const out: number[] = [];
   for (const [axis, size] of [[0, h], [1, w]] as const) {
+    checkPadded(op, x.shape, size, padding[axis]);
     if (padding[axis] >= kernel[axis]) {
       throw new TensorShapeError(
         op,
@@ -179,7 +218,7 @@ function checkConcatInputs(op: string, tensors: readonly Tensor[]): void {
     throw new TensorShapeError(op, "concat needs a non-empty array of tensors");
   }
   for (const t of tensors) {
-    if (!(t instanceof Tensor)) throw new TypeError(`${op}: expected an array of Tensors, got ${String(t)}`);
+    checkTensor(op, "each entry of the array of Tensors", t);
     const info = dtypeInfo(t.dtype);
     if (info.isQuantized || t.blockSize > 0) {
       throw new DTypeError(
@@ -248,7 +287,7 @@ export interface EmbeddingOptions {
 
 /** The values of an integer tensor, row-major, as numbers. */
 function integerValues(op: string, name: string, t: Tensor): number[] {
-  if (!(t instanceof Tensor)) throw new TypeError(`${op}: ${name} must be a Tensor, got ${String(t)}`);
+  if (!(t instanceof Tensor)) throw new OptionError(op, `${name} must be a Tensor, got ${String(t)}`);
   const info = dtypeInfo(t.dtype);
   if (info.isFloat || info.isQuantized || info.name === "Bool" || t.blockSize > 0) {
     throw new DTypeError(op, `${name} must be an integer tensor, got ${info.name}`);
@@ -284,8 +323,9 @@ function gatherRows(weight: Tensor, ids: readonly number[], out: Tensor): void {
  * assert.deepEqual(rows.toNested(), [[[2, 20], [1, 10]], [[1, 10], [0, 0]]]);
  * ```
  */
-export function embedding(indices: Tensor, weight: Tensor, options: EmbeddingOptions = {}): Tensor {
+export function embedding(indices: Tensor, weight: Tensor, options?: EmbeddingOptions): Tensor {
   const op = "embedding";
+  options = checkOptions(op, options, ["paddingIdx"]);
   checkF32(op, weight);
   if (weight.rank !== 2) {
     throw new TensorShapeError(op, `weight must be [rows, dim], got ${formatShape(weight.shape)}`, [
@@ -461,17 +501,18 @@ function attentionScores(op: string, q: Tensor, k: Tensor, v: Tensor, mask: Tens
  * assert.deepEqual([...y.toArray().slice(0, 2)], [10, 0]); // row 0 sees only position 0
  * ```
  */
-export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
+export function attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): Tensor {
   const op = "attention";
+  options = checkOptions(op, options, ["mask", "causal", "scale"]);
   const mask = options.mask;
   const scores = attentionScores(op, q, k, v, mask);
   const scale = options.scale ?? 1 / Math.sqrt(q.shape[q.rank - 1]);
   if (typeof scale !== "number" || !Number.isFinite(scale)) {
-    throw new TypeError(`${op}: scale must be a finite number, got ${String(scale)}`);
+    throw new OptionError(op, `scale must be a finite number, got ${String(scale)}`);
   }
   const [l, s] = scores.slice(-2);
   const bool = mask !== undefined && mask.dtype === 9 ? mask : undefined;
-  const causal = options.causal === true;
+  const causal = checkBoolean(op, "causal", options.causal, false);
   const run = () => {
     let logits = mul(matmul(q, transpose(k, -1, -2)), scale);
     const constant = bool !== undefined || causal ? constantMask(op, bool, causal, l, s) : null;

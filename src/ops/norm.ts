@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
+import { checkOptions, describe } from "../options.ts";
 import { GradMode } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import type { Tensor } from "../tensor.ts";
@@ -50,7 +51,7 @@ interface Normalized {
 
 function checkEps(op: string, eps: number): void {
   if (typeof eps !== "number" || !(eps >= 0) || !Number.isFinite(eps)) {
-    throw new TypeError(`${op}: eps must be a finite number ≥ 0, got ${String(eps)}`);
+    throw new OptionError(op, `eps must be a finite number ≥ 0, got ${String(eps)}`);
   }
 }
 
@@ -127,10 +128,17 @@ function recordNorm(
 export function layerNorm(
   x: Tensor,
   normalizedShape: number | readonly number[],
-  options: LayerNormOptions = {},
+  options?: LayerNormOptions,
 ): Tensor {
   const op = "layerNorm";
+  options = checkOptions(op, options, ["weight", "bias", "eps"]);
   checkF32(op, x);
+  if (typeof normalizedShape !== "number" && !Array.isArray(normalizedShape)) {
+    throw new OptionError(
+      op,
+      `normalizedShape must be an extent or an array of extents, got ${describe(normalizedShape)}`,
+    );
+  }
   const shape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
   const k = shape.length;
   const lead = x.rank - k;
@@ -179,10 +187,10 @@ function checkBatchNorm(
   }
   const channels = [x.shape[1]];
   if ((runningMean === null) !== (runningVar === null)) {
-    throw new TypeError(`${op}: give both running statistics or neither`);
+    throw new OptionError(op, `give both running statistics or neither`);
   }
   if (runningMean === null && options.training !== true) {
-    throw new TypeError(`${op}: evaluation mode (training: false) needs the running mean and variance`);
+    throw new OptionError(op, `evaluation mode (training: false) needs the running mean and variance`);
   }
   checkParameter(op, "runningMean", runningMean ?? undefined, channels);
   checkParameter(op, "runningVar", runningVar ?? undefined, channels);
@@ -191,7 +199,7 @@ function checkBatchNorm(
   checkEps(op, options.eps ?? 1e-5);
   const momentum = options.momentum ?? 0.1;
   if (typeof momentum !== "number" || !Number.isFinite(momentum)) {
-    throw new TypeError(`${op}: momentum must be a finite number, got ${String(momentum)}`);
+    throw new OptionError(op, `momentum must be a finite number, got ${String(momentum)}`);
   }
   if (options.training === true && x.size / Math.max(x.shape[1], 1) <= 1) {
     throw new TensorShapeError(
@@ -271,9 +279,10 @@ export function batchNorm(
   x: Tensor,
   runningMean: Tensor | null,
   runningVar: Tensor | null,
-  options: BatchNormOptions = {},
+  options?: BatchNormOptions,
 ): Tensor {
   const op = "batchNorm";
+  options = checkOptions(op, options, ["weight", "bias", "training", "momentum", "eps"]);
   checkBatchNorm(op, x, runningMean, runningVar, options);
   const training = options.training ?? false;
   const eps = options.eps ?? 1e-5;

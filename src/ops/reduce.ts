@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { TensorShapeError } from "../core/errors.ts";
+import { OptionError, TensorShapeError } from "../core/errors.ts";
+import { checkBoolean, checkOptions, describe } from "../options.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
@@ -19,9 +20,28 @@ export interface ReduceOptions {
   readonly keepDims?: boolean;
 }
 
+/**
+ * The reductions' options: an object with `keepDims` only, or a bare boolean taken as `keepDims` (PyTorch's
+ * positional `keepdim`, as in `x.sum(1, true)`). Anything else is an `OptionError`.
+ */
+export function keepDimsOf(op: string, options: ReduceOptions | boolean | undefined): boolean {
+  if (typeof options === "boolean") return options;
+  return checkBoolean(op, "keepDims", checkOptions(op, options, REDUCE_KEYS, AXIS_ELSEWHERE).keepDims, false);
+}
+
+const AXIS_ELSEWHERE = {
+  dim: "the axis is the argument before the options",
+  axis: "the axis is the argument before the options",
+};
+
+const REDUCE_KEYS = ["keepDims"] as const;
+
 /** The reduced axes, normalized, sorted and unique; all axes when `axis` is undefined. */
 export function reducedAxes(op: string, t: Tensor, axis?: number | readonly number[]): number[] {
   if (axis === undefined) return Array.from({ length: t.rank }, (_, i) => i);
+  if (typeof axis !== "number" && !Array.isArray(axis)) {
+    throw new OptionError(op, `axis must be an integer or an array of integers, got ${describe(axis)}`);
+  }
   const list = typeof axis === "number" ? [axis] : [...axis];
   const axes = list.map((a) => normalizeAxis(op, a, t.rank, t.shape));
   const unique = [...new Set(axes)].sort((x, y) => x - y);
@@ -87,11 +107,11 @@ function reduction(
   recordAs: OpKind,
   x: Tensor,
   axis: number | readonly number[] | undefined,
-  options: ReduceOptions,
+  options: ReduceOptions | boolean | undefined,
 ): Tensor {
   checkF32(op, x);
+  const keepDims = keepDimsOf(op, options);
   const axes = reducedAxes(op, x, axis);
-  const keepDims = options.keepDims ?? false;
   const out = reduceKernel(op, kind, x, axes, keepDims, 1);
   if (!shouldRecord(x)) return out;
   // ints: keepDims flag then the reduced axes; Max also saves its input and output to route the gradient.
@@ -112,38 +132,58 @@ function reduction(
  * using rows = a.sum(1);
  * using all = a.sum();
  * using kept = a.sum(0, { keepDims: true });
+ * using keptToo = a.sum(0, true); // PyTorch's positional keepdim
  * assert.ok(rows.toArray().join() === "6,15" && all.item() === 21 && kept.shape.join() === "1,3");
+ * assert.ok(keptToo.shape.join() === "1,3");
  * ```
  */
-export function sum(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+export function sum(
+  x: Tensor,
+  axis?: number | readonly number[],
+  options?: ReduceOptions | boolean,
+): Tensor {
   return reduction("sum", ReduceOp.Sum, "Sum", x, axis, options);
 }
 
 /** The mean over `axis` (every axis by default). */
-export function mean(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+export function mean(
+  x: Tensor,
+  axis?: number | readonly number[],
+  options?: ReduceOptions | boolean,
+): Tensor {
   return reduction("mean", ReduceOp.Mean, "Mean", x, axis, options);
 }
 
 /** The maximum over `axis` (every axis by default); NaN wins. The gradient is shared among tied maxima. */
-export function max(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+export function max(
+  x: Tensor,
+  axis?: number | readonly number[],
+  options?: ReduceOptions | boolean,
+): Tensor {
   return reduction("max", ReduceOp.Max, "Max", x, axis, options);
 }
 
 /** The minimum over `axis` (every axis by default); NaN wins. Not differentiable. */
-export function min(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
+export function min(
+  x: Tensor,
+  axis?: number | readonly number[],
+  options?: ReduceOptions | boolean,
+): Tensor {
   checkF32("min", x);
-  return reduceKernel("min", ReduceOp.Min, x, reducedAxes("min", x, axis), options.keepDims ?? false, 1);
+  const keepDims = keepDimsOf("min", options);
+  return reduceKernel("min", ReduceOp.Min, x, reducedAxes("min", x, axis), keepDims, 1);
 }
 
 /** The I64 index of the first maximum along `axis` (a NaN wins at its first occurrence). */
-export function argmax(x: Tensor, axis: number, options: ReduceOptions = {}): Tensor {
+export function argmax(x: Tensor, axis: number, options?: ReduceOptions | boolean): Tensor {
   checkF32("argmax", x);
+  const keepDims = keepDimsOf("argmax", options);
   return reduceKernel(
     "argmax",
     ReduceOp.ArgMax,
     x,
     [normalizeAxis("argmax", axis, x.rank, x.shape)],
-    options.keepDims ?? false,
+    keepDims,
     7,
   );
 }

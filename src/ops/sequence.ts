@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
+import { checkOptions } from "../options.ts";
 import { dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
@@ -130,8 +131,9 @@ function composite<T>(inputs: readonly (Tensor | undefined)[], run: () => T): T 
  * assert.equal(h.get(0, 0, 0), output.get(0, 2, 0));
  * ```
  */
-export function lstm(x: Tensor, weights: RnnWeights, options: LstmOptions = {}): LstmResult {
+export function lstm(x: Tensor, weights: RnnWeights, options?: LstmOptions): LstmResult {
   const op = "lstm";
+  options = checkOptions(op, options, ["h0", "c0"]);
   const hidden = checkRecurrent(op, 4, x, weights, [options.h0, options.c0]);
   const { weightIh, weightHh, biasIh, biasHh } = weights;
   const [n, steps] = x.shape;
@@ -169,8 +171,9 @@ export function lstm(x: Tensor, weights: RnnWeights, options: LstmOptions = {}):
  * assert.equal(h.get(0, 1, 2), 0.0625); // z = 0.5 and n = 0: the state halves at each step
  * ```
  */
-export function gru(x: Tensor, weights: RnnWeights, options: GruOptions = {}): GruResult {
+export function gru(x: Tensor, weights: RnnWeights, options?: GruOptions): GruResult {
   const op = "gru";
+  options = checkOptions(op, options, ["h0"]);
   const hidden = checkRecurrent(op, 3, x, weights, [options.h0]);
   const { weightIh, weightHh, biasIh, biasHh } = weights;
   const [n, steps] = x.shape;
@@ -305,7 +308,7 @@ function checkCtc(
     throw new TensorShapeError(op, `blank must be a class in 0 to ${classes - 1}, got ${String(blank)}`);
   }
   if (!REDUCTIONS.includes(options.reduction ?? "mean")) {
-    throw new TypeError(`${op}: reduction must be "mean", "sum" or "none", got ${String(options.reduction)}`);
+    throw new OptionError(op, `reduction must be "mean", "sum" or "none", got ${String(options.reduction)}`);
   }
   const inputs = lengthsOf(op, "inputLengths", inputLengths, batch);
   const lengths = lengthsOf(op, "targetLengths", targetLengths, batch);
@@ -431,9 +434,10 @@ export function ctcLoss(
   targets: Tensor,
   inputLengths: Tensor | readonly number[],
   targetLengths: Tensor | readonly number[],
-  options: CtcLossOptions = {},
+  options?: CtcLossOptions,
 ): Tensor {
   const op = "ctcLoss";
+  options = checkOptions(op, options, ["blank", "reduction", "zeroInfinity"]);
   const problem = checkCtc(op, logProbs, targets, inputLengths, targetLengths, options);
   const reduction = REDUCTIONS.indexOf(options.reduction ?? "mean");
   const zeroInfinity = options.zeroInfinity ?? false;

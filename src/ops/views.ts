@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { TensorShapeError } from "../core/errors.ts";
+import { OptionError, TensorShapeError } from "../core/errors.ts";
+import { describe } from "../options.ts";
 import { dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -33,6 +34,13 @@ function checkPlain(op: string, t: Tensor): void {
       `a blocked NchwC(${t.blockSize}) tensor has no views; convert it with toLayout() first`,
       [t.shape],
     );
+  }
+}
+
+/** A target shape must be an array (its extents are checked by the view rules). */
+function checkShapeArgument(op: string, shape: unknown): void {
+  if (!Array.isArray(shape)) {
+    throw new OptionError(op, `shape must be an array of extents, got ${describe(shape)}`);
   }
 }
 
@@ -151,6 +159,7 @@ export function squeeze(t: Tensor, axis?: number): Tensor {
 /** Broadcasts to `shape`. Records Expand. */
 export function expand(t: Tensor, shape: readonly number[]): Tensor {
   checkPlain("expand", t);
+  checkShapeArgument("expand", shape);
   const result = makeView("expand", t, expandView(meta(t), shape));
   return shouldRecord(t) ? record(result, "Expand", [t]) : result;
 }
@@ -158,6 +167,7 @@ export function expand(t: Tensor, shape: readonly number[]): Tensor {
 /** A view with `shape` (one −1), or null when the strides allow none. Records Reshape. */
 export function tryReshape(t: Tensor, shape: readonly number[]): Tensor | null {
   checkPlain("tryReshape", t);
+  checkShapeArgument("tryReshape", shape);
   const target = inferShape("tryReshape", t.size, shape, t.shape);
   const view = tryReshapeView(meta(t), target);
   if (view === null) return null;
@@ -167,6 +177,7 @@ export function tryReshape(t: Tensor, shape: readonly number[]): Tensor | null {
 /** A view with `shape` when possible, else a contiguous copy viewed with it. Records Reshape. */
 export function reshape(t: Tensor, shape: readonly number[]): Tensor {
   checkPlain("reshape", t);
+  checkShapeArgument("reshape", shape);
   const target = inferShape("reshape", t.size, shape, t.shape);
   const view = tryReshapeView(meta(t), target);
   if (view !== null) return reshapeRecord(makeView("reshape", t, view), t);

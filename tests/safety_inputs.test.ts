@@ -1,0 +1,305 @@
+// Issue 10, holes 3 and 4 and the bad-input list: frozen, validated tensor metadata; integers the native side
+// cannot represent refused in TypeScript (merely large ones computed); typed errors naming the rule for bad
+// values, unknown option keys and seeds; ops that throw leave nothing rented; keepDims as a bare boolean.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  ActivationScope,
+  Arena,
+  BufferPool,
+  DType,
+  ops,
+  OptionError,
+  StaleTensorError,
+  Tensor,
+  TensorCompute,
+  TensorShapeError,
+} from "../mod.ts";
+
+function throwsTyped(fn: () => unknown, type: new (...args: never[]) => Error, message: RegExp): void {
+  assert.throws(fn, (e: unknown) => e instanceof type && message.test((e as Error).message), String(message));
+}
+
+test("tensor fields are read-only; modified shape or strides arrays never reach outside the storage", () => {
+  using t = Tensor.from([1, 2, 3, 4]);
+  assert.throws(() => ((t as { offset: number }).offset = 1 << 28), TypeError);
+  assert.throws(() => ((t as unknown as { shape: number[] }).shape = [20]), TypeError);
+  assert.throws(() => ((t as { dtype: number }).dtype = DType.F64), TypeError);
+  assert.throws(() => ((t.storage as { byteLength: number }).byteLength = 1 << 30), TypeError);
+  // The arrays are plain (frozen arrays slow every op down), so a write lands, and is checked at every access.
+  (t.shape as number[])[0] = 20;
+  throwsTyped(() => t.add(0), TensorShapeError, /reaches elements 0 to 19; its storage holds 4/);
+  throwsTyped(() => t.data(), TensorShapeError, /storage holds 4/);
+  throwsTyped(() => t.sum(), TensorShapeError, /storage holds 4/);
+  (t.shape as number[])[0] = 4;
+  (t.strides as number[])[0] = 1 << 20;
+  throwsTyped(() => t.clone(), TensorShapeError, /storage holds 4/);
+  (t.strides as number[])[0] = 1.5;
+  throwsTyped(() => t.mul(2), TensorShapeError, /stride 1.5/);
+  (t.strides as number[])[0] = 1;
+  using sum = t.add(0);
+  assert.deepEqual([...sum.toArray()], [1, 2, 3, 4]);
+  const parts = { storage: t.storage, dtype: DType.F32, shape: [4], strides: [1], offset: 0 };
+  throwsTyped(
+    () => new Tensor({ ...parts, shape: [1 << 20] }),
+    TensorShapeError,
+    /reaches elements 0 to 1048575; its storage holds 4/,
+  );
+  throwsTyped(() => new Tensor({ ...parts, offset: 1 << 28 }), TensorShapeError, /storage holds 4/);
+  throwsTyped(() => new Tensor({ ...parts, strides: [-1] }), TensorShapeError, /reaches elements -3 to 0/);
+  throwsTyped(() => new Tensor({ ...parts, strides: [1.5] }), TensorShapeError, /stride 1.5/);
+  throwsTyped(() => new Tensor({ ...parts, offset: -1 }), TensorShapeError, /offset -1/);
+  throwsTyped(() => new Tensor({ ...parts, shape: [2, 2] }), TensorShapeError, /one integer per axis/);
+  throwsTyped(
+    () => new Tensor({ ...parts, shape: [2 ** 20, 2 ** 20], strides: [0, 0] }),
+    TensorShapeError,
+    /2\^31 - 1/,
+  );
+  assert.throws(() => new Tensor({ ...parts, storage: {} as never }), OptionError);
+});
+
+test("a gradient's strides are checked like any handle's; a leaf takes only a gradient of its own shape", () => {
+  using w = Tensor.from([1, 2, 3]).withRequiresGrad();
+  {
+    using _ = new ActivationScope();
+    ops.sum(ops.mul(w, w)).backward();
+  }
+  assert.deepEqual([...w.grad!.toArray()], [2, 4, 6]);
+  (w.grad!.strides as number[])[0] = 16;
+  {
+    using _ = new ActivationScope();
+    throwsTyped(() => ops.sum(ops.mul(w, w)).backward(), TensorShapeError, /storage holds 3/);
+  }
+  (w.grad!.strides as number[])[0] = 1;
+  throwsTyped(() => (w.grad = Tensor.zeros([5])), TensorShapeError, /leaf's dtype and shape \[3\]/);
+  assert.deepEqual([...w.grad!.toArray()], [2, 4, 6]);
+});
+
+test("integers beyond 32 bits are refused in TypeScript, naming the parameter and its limit", () => {
+  using x = Tensor.rand([1, 1, 4, 4], { seed: 3 });
+  throwsTyped(
+    () => ops.maxPool2d(x, { kernel: 2 ** 31 + 2, padding: 2 ** 31, stride: 2 ** 32 }),
+    TensorShapeError,
+    /kernel must be from 1 to 2\^31 − 1/,
+  );
+  throwsTyped(
+    () => ops.maxPool2d(x, { kernel: 2 ** 31 - 1, padding: 2 ** 31 - 2, stride: 2 ** 32 }),
+    TensorShapeError,
+    /a padded extent must be at most 2\^31 − 1/,
+  );
+  throwsTyped(() => ops.avgPool2d(x, { kernel: 2, padding: 2 ** 53 }), TensorShapeError, /padding must be/);
+  throwsTyped(
+    () => ops.conv2d(x, Tensor.ones([1, 1, 1, 1]), { dilation: 2 ** 32 }),
+    TensorShapeError,
+    /dilation/,
+  );
+  throwsTyped(() => Tensor.zeros([2 ** 31]), TensorShapeError, /2\^31 - 1/);
+  throwsTyped(() => x.get(0, 0, 0, 2 ** 32), TensorShapeError, /out of range/);
+});
+
+test("merely large strides and steps are computed as PyTorch does: one element", () => {
+  using t = Tensor.from([5, 6, 7, 8]);
+  using s = t.slice(0, 0, 4, 2 ** 31);
+  assert.deepEqual([...s.shape], [1]);
+  assert.equal(s.get(0), 5);
+  using s2 = t.slice(0, 1, 4, 2 ** 40);
+  assert.deepEqual([...s2.contiguous().toArray()], [6]);
+  using x = Tensor.from([1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 1, 3, 3]);
+  using w = Tensor.from([[[[1, 1], [1, 1]]]]);
+  using y = ops.conv2d(x, w, { stride: 2 ** 31 });
+  assert.deepEqual([...y.shape], [1, 1, 1, 1]);
+  assert.equal(y.item(), 1 + 2 + 4 + 5);
+  using p = ops.maxPool2d(x, { kernel: 2, stride: 2 ** 32 });
+  assert.equal(p.item(), 5);
+  using a = ops.avgPool2d(x, { kernel: 2, stride: [2 ** 31, 2 ** 53 - 1] });
+  assert.equal(a.item(), 3);
+});
+
+test("set, fill and full take the values from() takes: numbers, bigints, booleans", () => {
+  using t = Tensor.zeros([2]);
+  for (const bad of ["abc", {}, undefined, [5], "1", null]) {
+    throwsTyped(() => t.set(bad as never, 0), OptionError, /values must be numbers, bigints or booleans/);
+    throwsTyped(() => t.fill(bad as never), OptionError, /values must be numbers, bigints or booleans/);
+    throwsTyped(
+      () => Tensor.full([2], bad as never),
+      OptionError,
+      /values must be numbers, bigints or booleans/,
+    );
+    if (!Array.isArray(bad)) {
+      throwsTyped(
+        () => Tensor.from([bad] as never),
+        OptionError,
+        /values must be numbers, bigints or booleans/,
+      );
+    }
+  }
+  assert.deepEqual([...t.toArray()], [0, 0]);
+  t.set(true, 1);
+  assert.equal(t.get(1), 1);
+});
+
+test("bad arguments get typed errors naming the rule", () => {
+  using _ = new ActivationScope();
+  const x = Tensor.rand([1, 2, 4, 4], { seed: 1 });
+  const w = Tensor.rand([3, 2, 3, 3], { seed: 2 });
+  throwsTyped(() => x.permute(1 as never), TensorShapeError, /permutation 1 must be an array of 4 axes/);
+  throwsTyped(() => x.sum(null as never), OptionError, /axis must be an integer or an array of integers/);
+  throwsTyped(
+    () => ops.conv2d(x, w, { stride: {} as never }),
+    OptionError,
+    /stride must be an integer ≥ 1 or a pair/,
+  );
+  throwsTyped(() => ops.conv2d(x, w, null as never), OptionError, /options must be an object/);
+  throwsTyped(() => ops.maxPool2d(x, undefined as never), OptionError, /kernel must be an integer ≥ 1/);
+  throwsTyped(() => x.copyFrom([1, 2, 3] as never), OptionError, /the source must be a Tensor/);
+  throwsTyped(() => x.toLayout({ kind: "bogus" } as never), OptionError, /layout must be Layout.Nchw/);
+  throwsTyped(
+    () => ops.conv2d(Tensor.zeros([1, 0, 4, 4]), Tensor.zeros([2, 0, 3, 3])),
+    TensorShapeError,
+    /no input channels/,
+  );
+  throwsTyped(() => x.reshape(6 as never), OptionError, /shape must be an array/);
+  throwsTyped(() => ops.layerNorm(x, "4" as never), OptionError, /normalizedShape/);
+});
+
+test("unknown option keys are refused everywhere, naming the key, the accepted ones and zigtensor's spelling", () => {
+  using _ = new ActivationScope();
+  const x = Tensor.rand([1, 1, 4, 4], { seed: 1 });
+  throwsTyped(
+    () => x.sum(0, { keepdim: true } as never),
+    OptionError,
+    /unknown option keepdim; zigtensor spells it keepDims \(accepted: keepDims\)/,
+  );
+  throwsTyped(
+    () => ops.mean(x, undefined, { dim: 1 } as never),
+    OptionError,
+    /unknown option dim; the axis is the argument/,
+  );
+  throwsTyped(
+    () => ops.maxPool2d(x, { kernel_size: 2 } as never),
+    OptionError,
+    /kernel_size; zigtensor spells it kernel/,
+  );
+  throwsTyped(
+    () => ops.conv2d(x, Tensor.ones([1, 1, 1, 1]), { bogus: 1 } as never),
+    OptionError,
+    /accepted: bias, stride, padding, dilation, groups/,
+  );
+  throwsTyped(
+    () => ops.avgPool2d(x, { kernel: 2, countIncludePad: false } as never),
+    OptionError,
+    /countIncludePad/,
+  );
+  throwsTyped(
+    () => Tensor.zeros([2], { dtype: DType.F32, device: "cpu" } as never),
+    OptionError,
+    /device; zigtensor spells it arena/,
+  );
+  throwsTyped(
+    () => Tensor.rand([2], { generator: 1 } as never),
+    OptionError,
+    /generator; zigtensor spells it seed/,
+  );
+  throwsTyped(
+    () => Tensor.from([1], undefined, { arena: {} } as never),
+    OptionError,
+    /arena must be an Arena/,
+  );
+  throwsTyped(
+    () =>
+      ops.attention(
+        Tensor.zeros([1, 2, 2]),
+        Tensor.zeros([1, 2, 2]),
+        Tensor.zeros([1, 2, 2]),
+        { is_causal: true } as never,
+      ),
+    OptionError,
+    /is_causal; zigtensor spells it causal/,
+  );
+  throwsTyped(
+    () =>
+      ops.embedding(
+        Tensor.from([0], [1], { dtype: DType.I32 }),
+        Tensor.zeros([2, 2]),
+        { padding_idx: 0 } as never,
+      ),
+    OptionError,
+    /padding_idx; zigtensor spells it paddingIdx/,
+  );
+  throwsTyped(
+    () => ops.layerNorm(x, 4, { elementwise_affine: false } as never),
+    OptionError,
+    /elementwise_affine/,
+  );
+  throwsTyped(
+    () => ops.batchNorm(x, null, null, { training: true, track_running_stats: 1 } as never),
+    OptionError,
+    /track_running_stats/,
+  );
+  throwsTyped(
+    () => new Arena({ chunk_bytes: 4096 } as never),
+    OptionError,
+    /chunk_bytes \(accepted: chunkBytes\)/,
+  );
+  throwsTyped(() => TensorCompute.run({ mode: "exact", thread: 2 } as never, () => 0), OptionError, /thread/);
+});
+
+test("reductions take keepDims as an option or as a bare boolean (PyTorch's x.sum(1, true)), nothing else", () => {
+  using x = Tensor.from([[1, 2, 3], [4, 5, 6]]);
+  using kept = x.sum(1, true);
+  assert.deepEqual([...kept.shape], [2, 1]);
+  assert.deepEqual([...kept.toArray()], [6, 15]);
+  using dropped = x.sum(1, false);
+  assert.deepEqual([...dropped.shape], [2]);
+  using mean = x.mean(0, true);
+  assert.deepEqual([...mean.shape], [1, 3]);
+  using max = ops.max(x, 1, true);
+  assert.deepEqual([...max.toArray()], [3, 6]);
+  throwsTyped(() => x.sum(1, "yes" as never), OptionError, /options must be an object/);
+  throwsTyped(() => x.sum(1, { keepDims: 1 } as never), OptionError, /keepDims must be a boolean/);
+});
+
+test("seeds: exactly the integers and bigints that name distinct streams", () => {
+  const values = (seed: unknown) => [...Tensor.rand([4], { seed: seed as never }).toArray()].join();
+  for (const bad of ["a", NaN, Infinity, 1.5, null, {}]) {
+    throwsTyped(() => Tensor.rand([2], { seed: bad as never }), OptionError, /seed must be an integer/);
+    throwsTyped(() => Tensor.randn([2], { seed: bad as never }), OptionError, /seed must be an integer/);
+  }
+  throwsTyped(
+    () => Tensor.rand([2], { seed: 2 ** 53 }),
+    TensorShapeError,
+    /seed must be from 0 to 2\^53 − 1/,
+  );
+  throwsTyped(() => Tensor.rand([2], { seed: -1 }), TensorShapeError, /seed must be from 0/);
+  throwsTyped(() => Tensor.rand([2], { seed: 2n ** 64n }), TensorShapeError, /2\^64 − 1/);
+  assert.equal(values(1), values(1n));
+  assert.equal(values(2 ** 32 + 5), values(2n ** 32n + 5n));
+  assert.equal(values(2 ** 53 - 1), values(2n ** 53n - 1n));
+  const distinct = [0, 1, 2, 2 ** 31, 2 ** 32, 2 ** 32 + 1, 2 ** 53 - 1, 2n ** 63n, 2n ** 64n - 1n].map(
+    values,
+  );
+  assert.equal(new Set(distinct).size, distinct.length);
+});
+
+test("an op that throws outside any scope leaves nothing rented", () => {
+  const pool = BufferPool.default;
+  const stale = Tensor.rand([2, 2], { seed: 1 });
+  stale.dispose();
+  using live = Tensor.rand([2, 2], { seed: 2 });
+  const before = pool.stats().rentedBlocks;
+  const attempts: [string, () => unknown][] = [
+    ["add(stale, 1)", () => ops.add(stale, 1)],
+    ["add(1, stale)", () => ops.add(1, stale)],
+    ["add(live, stale)", () => ops.add(live, stale)],
+    ["clone", () => stale.clone()],
+    ["cast", () => stale.cast(DType.F64)],
+    ["matmul", () => ops.matmul(live, stale)],
+    ["softmax", () => ops.softmax(stale)],
+    ["conv2d", () => ops.conv2d(stale.reshape([1, 1, 2, 2]), live.reshape([1, 1, 2, 2]))],
+    ["concat", () => ops.concat([live, stale])],
+  ];
+  for (const [name, attempt] of attempts) {
+    assert.throws(attempt, StaleTensorError, name);
+    assert.equal(pool.stats().rentedBlocks, before, name);
+  }
+});
