@@ -37,6 +37,7 @@ export type { ArithmeticMode, ComputeSettings, KernelOperand, KernelSet } from "
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type { BackwardRecord, OpKind, SavedTensor } from "./src/autograd/record.ts";
 export {
+  BackwardNotImplementedError,
   BufferOverrunError,
   DTypeError,
   NativeLibraryError,

@@ -7,46 +7,13 @@
  * @module
  */
 import type { DType } from "../core/dtype.ts";
-import { TensorVersionError } from "../core/errors.ts";
+import { BackwardNotImplementedError, TensorVersionError } from "../core/errors.ts";
+import { type OpDefinition, type OpName, OPS, type RecordKind } from "../core/op_table.ts";
 import { type ComputeSnapshot, computeSnapshot, gradEnabled } from "../context.ts";
 import type { Tensor } from "../tensor.ts";
 
-/** The operations that record, named as in the spec's table and autograd.md. */
-export type OpKind =
-  | "Add"
-  | "Sub"
-  | "Mul"
-  | "Div"
-  | "Neg"
-  | "Relu"
-  | "MatMul"
-  | "MaxPool2d"
-  | "Cast"
-  | "Slice"
-  | "Permute"
-  | "Reshape"
-  | "Expand"
-  | "Flip"
-  | "Select"
-  | "Exp"
-  | "Log"
-  | "Sqrt"
-  | "Tanh"
-  | "Sigmoid"
-  | "Gelu"
-  | "Sum"
-  | "Mean"
-  | "Max"
-  | "Softmax"
-  | "LogSoftmax"
-  | "Concat"
-  | "LayerNorm"
-  | "BatchNorm"
-  | "Conv2d"
-  | "AvgPool2d"
-  | "Embedding"
-  | "NllLoss"
-  | "CtcLoss";
+/** The operations that record, named as in the spec's table and autograd.md; derived from the op table. */
+export type OpKind = RecordKind;
 
 /** A gradient leaf: where `backward()` accumulates the gradient of a tensor made by `withRequiresGrad()`. */
 export class LeafNode {
@@ -181,4 +148,40 @@ export function record(
     parts.owned ?? [],
   );
   return result;
+}
+
+/**
+ * Records `op` (an entry of the op table) over `inputs` on `result` when gradients are wanted, as the table
+ * says: under its record kind; not at all for a non-differentiable or composed op; and for a differentiable op
+ * without a backward rule, throws `BackwardNotImplementedError` (before any gradient can be wrong). Disposes
+ * `parts.owned` when it does not record.
+ */
+export function recordOp(
+  op: OpName,
+  result: Tensor,
+  inputs: readonly Tensor[],
+  parts: Parameters<typeof record>[3] = {},
+): Tensor {
+  return recordAs(op, OPS[op], result, inputs, parts);
+}
+
+/** `recordOp` for a definition given directly (`recordOp` passes the table's; tests pass their own). */
+export function recordAs(
+  op: string,
+  definition: OpDefinition,
+  result: Tensor,
+  inputs: readonly Tensor[],
+  parts: Parameters<typeof record>[3] = {},
+): Tensor {
+  const grad = definition.grad;
+  if (!shouldRecord(...inputs) || grad === "none" || grad === "composed") {
+    for (const t of parts.owned ?? []) t.dispose();
+    return result;
+  }
+  if (grad === "missing") {
+    for (const t of parts.owned ?? []) t.dispose();
+    result.dispose();
+    throw new BackwardNotImplementedError(op);
+  }
+  return record(result, grad.record as RecordKind, inputs, parts);
 }

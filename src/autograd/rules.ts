@@ -8,7 +8,7 @@
 import type { DType } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
-import { add, div, eq, gt, mul, neg, sub } from "../ops/elementwise.ts";
+import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
 import { mean, sum } from "../ops/reduce.ts";
 import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
@@ -55,6 +55,7 @@ function keptGradient(record: BackwardRecord, g: Tensor): Tensor {
 
 const GELU_C = Math.sqrt(2 / Math.PI);
 const GELU_A = 0.044715;
+const TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.PI);
 
 const rules: Record<OpKind, BackwardRule> = {
   // d(a + b) = g, summed to each input's shape.
@@ -164,6 +165,40 @@ const rules: Record<OpKind, BackwardRule> = {
     const ties = sum(mask, axes, { keepDims: true });
     return [mul(mask, div(keptGradient(r, g), ties))];
   },
+  // The same for the minimum.
+  Min: (r, g) => rules.Max(r, g),
+  // d|x| = g·sign(x), 0 at 0 (slot 0: x).
+  Abs: (r, g) => {
+    const x = r.savedTensor(0);
+    return [mul(g, sub(asFloat(gt(x, 0)), asFloat(lt(x, 0))))];
+  },
+  // d erf x = g·(2/√π)·e^(−x²) (slot 0: x).
+  Erf: (r, g) => {
+    const x = r.savedTensor(0);
+    return [mul(g, mul(exp(neg(mul(x, x))), TWO_OVER_SQRT_PI))];
+  },
+  // d max(a, b): g to the larger side, half to each at a tie (slots: a, b).
+  Maximum: (r, g) => tieSplit(r, g, gt),
+  // d min(a, b): g to the smaller side, half to each at a tie.
+  Minimum: (r, g) => tieSplit(r, g, lt),
+  // d aᵇ: da = g·b·aᵇ⁻¹ (0 where b = 0), db = g·aᵇ·ln a (0 where a = 0 and b ≥ 0), as PyTorch (slots: a, b).
+  Pow: (r, g) => {
+    const a = r.savedTensor(0);
+    const b = r.savedTensor(1);
+    let da: Tensor | null = null;
+    if (r.needsGrad(0)) {
+      // b − 1 + [b = 0] keeps aᵇ⁻¹ finite where b = 0, and the factor b makes that term 0.
+      const slope = mul(b, pow(a, add(sub(b, 1), asFloat(eq(b, 0)))));
+      da = sumToShape(mul(g, slope), r.inputShape(0));
+    }
+    let db: Tensor | null = null;
+    if (r.needsGrad(1)) {
+      // ln(a + [a = 0]) is 0 where a = 0; aᵇ there is 0 for b > 0 and 1 for b = 0, so the term is 0.
+      const logA = log(add(a, asFloat(eq(a, 0))));
+      db = sumToShape(mul(g, mul(pow(a, b), logA)), r.inputShape(1));
+    }
+    return [da, db];
+  },
   // dx = y·(g − Σ g·y), the sum over the softmax axis.
   Softmax: (r, g) => {
     const y = r.savedTensor(0);
@@ -231,6 +266,17 @@ const rules: Record<OpKind, BackwardRule> = {
   // labels).
   CtcLoss: (r, g) => [ctcLossBackward(r.savedTensor(0), r.ints, Array.from(g.toArray() as Float32Array))],
 };
+
+/** The gradients of max(a, b) (`wins` = gt) or min(a, b) (`wins` = lt): g where a wins, half at ties. */
+function tieSplit(r: BackwardRecord, g: Tensor, wins: (a: Tensor, b: Tensor) => Tensor): (Tensor | null)[] {
+  const a = r.savedTensor(0);
+  const b = r.savedTensor(1);
+  const half = mul(asFloat(eq(a, b)), 0.5);
+  return [
+    r.needsGrad(0) ? sumToShape(mul(g, add(asFloat(wins(a, b)), half)), r.inputShape(0)) : null,
+    r.needsGrad(1) ? sumToShape(mul(g, add(asFloat(wins(b, a)), half)), r.inputShape(1)) : null,
+  ];
+}
 
 function windowGeometry(
   kernel: [number, number],

@@ -10,7 +10,8 @@ import { computeSettings, kernels } from "../context.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { ReduceOp, SoftmaxOp } from "../kernels/types.ts";
-import { type OpKind, record, shouldRecord } from "../autograd/record.ts";
+import { recordOp } from "../autograd/record.ts";
+import { OPS } from "../core/op_table.ts";
 import { checkF32, newOutput } from "./elementwise.ts";
 
 /** Options of the reductions. */
@@ -82,9 +83,7 @@ function reduceKernel(
 }
 
 function reduction(
-  op: string,
-  kind: ReduceOp,
-  recordAs: OpKind,
+  op: "sum" | "mean" | "max" | "min",
   x: Tensor,
   axis: number | readonly number[] | undefined,
   options: ReduceOptions,
@@ -92,12 +91,12 @@ function reduction(
   checkF32(op, x);
   const axes = reducedAxes(op, x, axis);
   const keepDims = options.keepDims ?? false;
-  const out = reduceKernel(op, kind, x, axes, keepDims, 1);
-  if (!shouldRecord(x)) return out;
-  // ints: keepDims flag then the reduced axes; Max also saves its input and output to route the gradient.
-  return record(out, recordAs, [x], {
+  const out = reduceKernel(op, ReduceOp[OPS[op].kernel.name], x, axes, keepDims, 1);
+  // ints: keepDims flag then the reduced axes; Max and Min also save their input and output to route the
+  // gradient.
+  return recordOp(op, out, [x], {
     ints: [keepDims ? 1 : 0, ...axes],
-    saved: recordAs === "Max" ? [x, out] : [],
+    saved: op === "max" || op === "min" ? [x, out] : [],
   });
 }
 
@@ -116,23 +115,22 @@ function reduction(
  * ```
  */
 export function sum(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
-  return reduction("sum", ReduceOp.Sum, "Sum", x, axis, options);
+  return reduction("sum", x, axis, options);
 }
 
 /** The mean over `axis` (every axis by default). */
 export function mean(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
-  return reduction("mean", ReduceOp.Mean, "Mean", x, axis, options);
+  return reduction("mean", x, axis, options);
 }
 
 /** The maximum over `axis` (every axis by default); NaN wins. The gradient is shared among tied maxima. */
 export function max(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
-  return reduction("max", ReduceOp.Max, "Max", x, axis, options);
+  return reduction("max", x, axis, options);
 }
 
-/** The minimum over `axis` (every axis by default); NaN wins. Not differentiable. */
+/** The minimum over `axis` (every axis by default); NaN wins. The gradient is shared among tied minima. */
 export function min(x: Tensor, axis?: number | readonly number[], options: ReduceOptions = {}): Tensor {
-  checkF32("min", x);
-  return reduceKernel("min", ReduceOp.Min, x, reducedAxes("min", x, axis), options.keepDims ?? false, 1);
+  return reduction("min", x, axis, options);
 }
 
 /** The I64 index of the first maximum along `axis` (a NaN wins at its first occurrence). */
@@ -148,7 +146,7 @@ export function argmax(x: Tensor, axis: number, options: ReduceOptions = {}): Te
   );
 }
 
-function softmaxFamily(op: string, kind: SoftmaxOp, recordAs: OpKind, x: Tensor, axis: number): Tensor {
+function softmaxFamily(op: "softmax" | "logSoftmax", x: Tensor, axis: number): Tensor {
   checkF32(op, x);
   if (x.rank === 0) {
     throw new TensorShapeError(op, `${op} needs at least one axis, got a rank-0 tensor`, [x.shape]);
@@ -158,15 +156,14 @@ function softmaxFamily(op: string, kind: SoftmaxOp, recordAs: OpKind, x: Tensor,
   const order = [...Array.from({ length: x.rank }, (_, i) => i).filter((i) => i !== a), a];
   const pick = (values: readonly number[]) => order.map((i) => values[i]);
   kernels().softmax(
-    kind,
+    SoftmaxOp[OPS[op].kernel.name],
     pick(x.shape),
     out.operand(op, pick(out.strides)),
     x.operand(op, pick(x.strides)),
     computeSettings(),
   );
-  if (!shouldRecord(x)) return out;
   // Saves its output; the scale (1 here) is kept in floats, the axis in ints.
-  return record(out, recordAs, [x], { saved: [out], ints: [a], floats: [1] });
+  return recordOp(op, out, [x], { saved: [out], ints: [a], floats: [1] });
 }
 
 /**
@@ -183,10 +180,10 @@ function softmaxFamily(op: string, kind: SoftmaxOp, recordAs: OpKind, x: Tensor,
  * ```
  */
 export function softmax(x: Tensor, axis = -1): Tensor {
-  return softmaxFamily("softmax", SoftmaxOp.Softmax, "Softmax", x, axis);
+  return softmaxFamily("softmax", x, axis);
 }
 
 /** Log-softmax over `axis` (the last by default). */
 export function logSoftmax(x: Tensor, axis = -1): Tensor {
-  return softmaxFamily("logSoftmax", SoftmaxOp.LogSoftmax, "LogSoftmax", x, axis);
+  return softmaxFamily("logSoftmax", x, axis);
 }

@@ -48,26 +48,8 @@ pub const table_entries: Table = .{
     .maxpool2d_f32 = pool.maxPool2dF32,
 };
 
-/// Binary operations, numbered as in the binding's `BinaryOp` (src/kernels/types.ts).
-pub const BinaryOp = enum(i32) {
-    add = 0,
-    sub = 1,
-    mul = 2,
-    div = 3,
-    max = 4,
-    min = 5,
-    pow = 6,
-    eq = 7,
-    ne = 8,
-    lt = 9,
-    le = 10,
-    gt = 11,
-    ge = 12,
-
-    pub fn isComparison(op: BinaryOp) bool {
-        return @intFromEnum(op) >= @intFromEnum(BinaryOp.eq);
-    }
-};
+/// Binary operations, numbered by the op table (`zig/kernels/ops.zig`, generated from src/core/op_table.ts).
+pub const BinaryOp = @import("ops.zig").BinaryOp;
 
 /// Arithmetic mode of the argument block.
 pub fn isExact(args: *const abi.ArgBlock) bool {
@@ -237,7 +219,7 @@ inline fn boolBytes(mask: @Vector(lanes, bool)) @Vector(lanes, u8) {
 }
 
 fn Output(comptime op: BinaryOp) type {
-    return if (op.isComparison()) u8 else f32;
+    return if (op.writesBool()) u8 else f32;
 }
 
 inline fn applyBinary(comptime op: BinaryOp, comptime exact: bool, x: V, y: V) @Vector(lanes, Output(op)) {
