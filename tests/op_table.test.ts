@@ -15,10 +15,11 @@ import {
 import { recordAs } from "../src/autograd/record.ts";
 import { BinaryOp, ReduceOp, SoftmaxOp, UnaryOp } from "../src/kernels/types.ts";
 import { symbols } from "../src/native/symbols.ts";
-import { ZIG_OPS_PATH, zigOpsSource } from "../scripts/gen_ops.ts";
+import { TS_TYPES_PATH, tsTypesSource, ZIG_OPS_PATH, zigOpsSource } from "../scripts/gen_ops.ts";
 
-test("zig/kernels/ops.zig is what the op table generates (run scripts/gen_ops.ts after editing the table)", () => {
+test("zig/kernels/ops.zig and src/core/op_types.ts are what the op table generates (run scripts/gen_ops.ts)", () => {
   assert.equal(readFileSync(ZIG_OPS_PATH, "utf8"), zigOpsSource());
+  assert.equal(readFileSync(TS_TYPES_PATH, "utf8"), tsTypesSource());
 });
 
 test("kernel codes are dense per family, and the TypeScript enums are the table's", () => {

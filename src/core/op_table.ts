@@ -11,10 +11,14 @@
  *   recording ops, not differentiable, or a differentiable op still without a rule (which throws
  *   `BackwardNotImplementedError` when asked for a gradient instead of giving a wrong one).
  *
- * The module is plain data: it imports nothing, so the Zig generator and every layer can read it.
+ * The module is plain data, so the generator and every layer can read it. The names and codes as types
+ * (`OpName`, `RecordKind`, `KernelCodes`) are generated into `src/core/op_types.ts` with the Zig file, because
+ * a published module needs explicit types.
  *
  * @module
  */
+import type { KernelCodes, OpName } from "./op_types.ts";
+export type { DifferentiableOp, KernelCodes, OpName, RecordKind } from "./op_types.ts";
 
 /** The kernel families of the seam, with the native symbol that runs each (f32 inputs). */
 export const KERNEL_FAMILIES = {
@@ -60,14 +64,12 @@ export interface OpDefinition {
   readonly grad: GradRule;
 }
 
-const k = <F extends KernelFamily, N extends string, C extends number>(family: F, name: N, code: C) => ({
-  family,
-  name,
-  code,
-});
+function k(family: KernelFamily, name: string, code: number): KernelRef {
+  return { family, name, code };
+}
 
 /** Every operator of `ops`, by its name there. */
-export const OPS = {
+export const OPS: { readonly [N in OpName]: OpDefinition } = {
   // Element-wise, two operands (broadcasting).
   add: { kernel: k("binary", "Add", 0), dtypes: "f32", grad: { record: "Add" } },
   sub: { kernel: k("binary", "Sub", 1), dtypes: "f32", grad: { record: "Sub" } },
@@ -134,25 +136,6 @@ export const OPS = {
   contiguous: { dtypes: "any", grad: "composed" },
   toLayout: { dtypes: "any", grad: "none" },
   copyInto: { dtypes: "any", grad: "none" },
-} as const satisfies Record<string, OpDefinition>;
-
-/** The name of an operator in the table. */
-export type OpName = keyof typeof OPS;
-
-type Table = typeof OPS;
-
-/** The record kinds of the table: the ops that record, named as in spec 000 §8's table. */
-export type RecordKind = {
-  [N in OpName]: Table[N]["grad"] extends { readonly record: infer R extends string } ? R : never;
-}[OpName];
-
-/** The kernel names of `family` mapped to their codes, as a type. */
-export type KernelCodes<F extends KernelFamily> = {
-  readonly [
-    N in OpName as Table[N] extends
-      { readonly kernel: { readonly family: F; readonly name: infer K extends string } } ? K
-      : never
-  ]: Table[N] extends { readonly kernel: { readonly code: infer C extends number } } ? C : never;
 };
 
 /** The entries of the table whose kernel belongs to `family`, in code order. */
@@ -168,7 +151,7 @@ export function kernelEntries(family: KernelFamily): { readonly op: OpName; read
  * The codes of `family` by kernel name. Throws at load when the codes are not 0, 1, 2, ... in table order,
  * each once (the native side switches over them densely).
  */
-export function kernelCodes<F extends KernelFamily>(family: F): KernelCodes<F> {
+export function kernelCodes<F extends KernelFamily>(family: F): KernelCodes[F] {
   const codes: Record<string, number> = {};
   kernelEntries(family).forEach(({ kernel }, i) => {
     if (kernel.code !== i || kernel.name in codes) {
@@ -176,10 +159,15 @@ export function kernelCodes<F extends KernelFamily>(family: F): KernelCodes<F> {
     }
     codes[kernel.name] = kernel.code;
   });
-  return Object.freeze(codes) as unknown as KernelCodes<F>;
+  return Object.freeze(codes) as unknown as KernelCodes[F];
 }
 
-/** The definition of `op`. */
-export function opDefinition(op: OpName): OpDefinition {
-  return OPS[op];
+/** The codes of a family's kernels, as a type (`BinaryOp` is `KernelCode<"binary">`). */
+export type KernelCode<F extends KernelFamily> = KernelCodes[F][keyof KernelCodes[F]];
+
+/** The code of `op`'s kernel, which must belong to `family`. */
+export function kernelCode<F extends KernelFamily>(family: F, op: OpName): KernelCode<F> {
+  const kernel = OPS[op].kernel;
+  if (kernel?.family !== family) throw new Error(`op table: ${op} has no ${family} kernel`);
+  return kernel.code as KernelCode<F>;
 }

@@ -24,14 +24,14 @@
  */
 import { referenceMatMul } from "./matmul.ts";
 import {
-  BinaryOp,
+  type BinaryOp,
   type ComputeSettings,
   type KernelOperand,
   type Pool2dParams,
   ReduceOp,
   SoftmaxOp,
   type TensorKernels,
-  UnaryOp,
+  type UnaryOp,
 } from "./types.ts";
 import { kernelEntries, type KernelFamily } from "../core/op_table.ts";
 

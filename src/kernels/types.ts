@@ -9,7 +9,7 @@
  */
 import type { NativePointer } from "../native/symbols.ts";
 import type { TypedArray } from "../core/dtype.ts";
-import { type KernelCodes, kernelCodes } from "../core/op_table.ts";
+import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -38,20 +38,20 @@ export interface ComputeSettings {
 }
 
 /** Binary element-wise operations by kernel name, their codes the native ones (from the op table, `src/core/op_table.ts`). Comparisons write Bool (0/1 bytes); Max and Min give NaN if either side is NaN, like `torch.maximum`. */
-export const BinaryOp: KernelCodes<"binary"> = kernelCodes("binary");
-export type BinaryOp = (typeof BinaryOp)[keyof typeof BinaryOp];
+export const BinaryOp: KernelCodes["binary"] = kernelCodes("binary");
+export type BinaryOp = KernelCode<"binary">;
 
 /** Unary element-wise operations by kernel name (from the op table). GELU is the tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
-export const UnaryOp: KernelCodes<"unary"> = kernelCodes("unary");
-export type UnaryOp = (typeof UnaryOp)[keyof typeof UnaryOp];
+export const UnaryOp: KernelCodes["unary"] = kernelCodes("unary");
+export type UnaryOp = KernelCode<"unary">;
 
 /** Reductions by kernel name (from the op table). ArgMax writes I64 indices. */
-export const ReduceOp: KernelCodes<"reduce"> = kernelCodes("reduce");
-export type ReduceOp = (typeof ReduceOp)[keyof typeof ReduceOp];
+export const ReduceOp: KernelCodes["reduce"] = kernelCodes("reduce");
+export type ReduceOp = KernelCode<"reduce">;
 
 /** Softmax family over the last axis, by kernel name (from the op table). */
-export const SoftmaxOp: KernelCodes<"softmax"> = kernelCodes("softmax");
-export type SoftmaxOp = (typeof SoftmaxOp)[keyof typeof SoftmaxOp];
+export const SoftmaxOp: KernelCodes["softmax"] = kernelCodes("softmax");
+export type SoftmaxOp = KernelCode<"softmax">;
 
 /** Geometry of a 2-D max pooling over an NCHW input. */
 export interface Pool2dParams {

@@ -13,7 +13,7 @@ import { allocate, Tensor } from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { BinaryOp, UnaryOp } from "../kernels/types.ts";
 import { recordOp, shouldRecord } from "../autograd/record.ts";
-import { OPS } from "../core/op_table.ts";
+import { kernelCode } from "../core/op_table.ts";
 
 /** A tensor operand or a number (an F32 scalar). */
 export type Operand = Tensor | number;
@@ -139,7 +139,7 @@ function binary(op: BinaryName, x: Operand, y: Operand): Tensor {
   const b = asTensor(op, y);
   // Scalars made from numbers are temporaries: freed now, or owned by the record that may save them.
   const temporaries = [x === a ? null : a, y === b ? null : b].filter((t): t is Tensor => t !== null);
-  const out = binaryKernel(op, BinaryOp[OPS[op].kernel.name], a, b);
+  const out = binaryKernel(op, kernelCode("binary", op), a, b);
   return recordOp(op, out, [a, b], { saved: binarySaves(op, a, b), owned: temporaries });
 }
 
@@ -240,7 +240,7 @@ const UNARY_SAVES: Record<UnaryName, "output" | "input" | null> = {
 /** One unary op of the op table: its kernel through the seam, then its record as the table says. */
 function unary(op: UnaryName, x: Tensor): Tensor {
   checkF32(op, x);
-  const out = unaryKernel(op, UnaryOp[OPS[op].kernel.name], x);
+  const out = unaryKernel(op, kernelCode("unary", op), x);
   const saves = UNARY_SAVES[op];
   return recordOp(op, out, [x], { saved: saves === null ? [] : [saves === "output" ? out : x] });
 }

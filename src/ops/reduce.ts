@@ -9,9 +9,9 @@ import { TensorShapeError } from "../core/errors.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
-import { ReduceOp, SoftmaxOp } from "../kernels/types.ts";
+import { ReduceOp } from "../kernels/types.ts";
 import { recordOp } from "../autograd/record.ts";
-import { OPS } from "../core/op_table.ts";
+import { kernelCode } from "../core/op_table.ts";
 import { checkF32, newOutput } from "./elementwise.ts";
 
 /** Options of the reductions. */
@@ -91,7 +91,7 @@ function reduction(
   checkF32(op, x);
   const axes = reducedAxes(op, x, axis);
   const keepDims = options.keepDims ?? false;
-  const out = reduceKernel(op, ReduceOp[OPS[op].kernel.name], x, axes, keepDims, 1);
+  const out = reduceKernel(op, kernelCode("reduce", op), x, axes, keepDims, 1);
   // ints: keepDims flag then the reduced axes; Max and Min also save their input and output to route the
   // gradient.
   return recordOp(op, out, [x], {
@@ -156,7 +156,7 @@ function softmaxFamily(op: "softmax" | "logSoftmax", x: Tensor, axis: number): T
   const order = [...Array.from({ length: x.rank }, (_, i) => i).filter((i) => i !== a), a];
   const pick = (values: readonly number[]) => order.map((i) => values[i]);
   kernels().softmax(
-    SoftmaxOp[OPS[op].kernel.name],
+    kernelCode("softmax", op),
     pick(x.shape),
     out.operand(op, pick(out.strides)),
     x.operand(op, pick(x.strides)),

@@ -4,12 +4,9 @@
 // tests/op_table.test.ts checks every case, so each differentiable op has a rule that passes the gradient
 // check (or, without a rule, throws BackwardNotImplementedError).
 import { DType, ops, Tensor } from "../../mod.ts";
-import { type OpName, OPS } from "../../src/core/op_table.ts";
+import { type DifferentiableOp, type OpName, OPS } from "../../src/core/op_table.ts";
 import { erf64 } from "../../src/kernels/reference.ts";
 import * as R from "./f64.ts";
-
-/** The operators of the table that are differentiable (with a rule, composed, or still without a rule). */
-export type DifferentiableOp = { [N in OpName]: (typeof OPS)[N]["grad"] extends "none" ? never : N }[OpName];
 
 /** Gradient-check cases by operator. */
 export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
