@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type DType, type DTypeInfo, dtypeInfo, type TypedArray } from "./core/dtype.ts";
+import { DType, type DTypeInfo, dtypeInfo, type TypedArray } from "./core/dtype.ts";
 import { decodeElement, type ElementValue, encodeElement } from "./core/element.ts";
 import { DTypeError, TensorShapeError } from "./core/errors.ts";
 import { detectLayout, Layout } from "./core/layout.ts";
@@ -25,6 +25,7 @@ import type { BackwardRecord, LeafNode } from "./autograd/record.ts";
 import { leafNode } from "./autograd/record.ts";
 import { backward } from "./autograd/engine.ts";
 import * as ops from "./ops/mod.ts";
+import { fillStrided } from "./ops/copy.ts";
 import { randomFill } from "./core/random.ts";
 
 /** Options every creator takes. */
@@ -39,6 +40,13 @@ type NestedArray = readonly (number | bigint | boolean | NestedArray)[];
 interface Float16ArrayLike extends ArrayLike<number> {
   readonly BYTES_PER_ELEMENT: 2;
   readonly [Symbol.toStringTag]: "Float16Array";
+}
+
+let attach: (t: Tensor, record: BackwardRecord) => void;
+
+/** Internal (not exported from `mod.ts`): sets the backward record of a tensor an op just made. */
+export function attachRecord(t: Tensor, record: BackwardRecord): void {
+  attach(t, record);
 }
 
 /** Everything a tensor handle is made of; ops build handles from these. */
@@ -89,8 +97,7 @@ export class Tensor {
   readonly offset: number;
   /** B for an NchwC(B) blocked tensor, 0 otherwise. */
   readonly blockSize: number;
-  /** The backward record that produced this tensor, or null for leaves and untracked tensors. */
-  gradFn: BackwardRecord | null;
+  #gradFn: BackwardRecord | null;
   readonly #leaf: LeafNode | null;
   #elements: TypedArray | null = null;
 
@@ -102,8 +109,19 @@ export class Tensor {
     this.strides = parts.strides;
     this.offset = parts.offset;
     this.blockSize = parts.blockSize ?? 0;
-    this.gradFn = parts.gradFn ?? null;
+    this.#gradFn = parts.gradFn ?? null;
     this.#leaf = parts.leaf ?? null;
+  }
+
+  /** The backward record that produced this tensor, or null for leaves and untracked tensors; read-only. */
+  get gradFn(): BackwardRecord | null {
+    return this.#gradFn;
+  }
+
+  static {
+    attach = (t, record) => {
+      t.#gradFn = record;
+    };
   }
 
   // --- creating ---
@@ -162,7 +180,7 @@ export class Tensor {
    * assert.ok(t.size === 6 && t.dtype === DType.I32);
    * ```
    */
-  static empty(shape: readonly number[], dtype: DType = 1, options: CreateOptions = {}): Tensor {
+  static empty(shape: readonly number[], dtype: DType = DType.F32, options: CreateOptions = {}): Tensor {
     return allocate("empty", shape, dtype, false, options);
   }
 
@@ -177,7 +195,7 @@ export class Tensor {
    * assert.ok(z.toArray().every((v) => v === 0));
    * ```
    */
-  static zeros(shape: readonly number[], dtype: DType = 1, options: CreateOptions = {}): Tensor {
+  static zeros(shape: readonly number[], dtype: DType = DType.F32, options: CreateOptions = {}): Tensor {
     return allocate("zeros", shape, dtype, true, options);
   }
 
@@ -192,7 +210,7 @@ export class Tensor {
    * assert.ok(o.get(2) === 1);
    * ```
    */
-  static ones(shape: readonly number[], dtype: DType = 1, options: CreateOptions = {}): Tensor {
+  static ones(shape: readonly number[], dtype: DType = DType.F32, options: CreateOptions = {}): Tensor {
     return Tensor.full(shape, 1, dtype, options);
   }
 
@@ -210,7 +228,7 @@ export class Tensor {
   static full(
     shape: readonly number[],
     value: ElementValue | boolean,
-    dtype: DType = 1,
+    dtype: DType = DType.F32,
     options: CreateOptions = {},
   ): Tensor {
     const tensor = Tensor.empty(shape, dtype, options);
@@ -247,7 +265,7 @@ export class Tensor {
    * assert.ok(r.toArray().join() === "0,1,2,3");
    * ```
    */
-  static arange(n: number, dtype: DType = 1, options: CreateOptions = {}): Tensor {
+  static arange(n: number, dtype: DType = DType.F32, options: CreateOptions = {}): Tensor {
     const tensor = Tensor.empty([n], dtype, options);
     const info = dtypeInfo(dtype, "arange");
     const out = tensor.#writable("arange");
@@ -359,7 +377,7 @@ export class Tensor {
     this.#checkWritable("fill");
     const stored = encodeElement(info, value, "fill");
     if (this.isContiguous) this.#writable("fill").fill(stored as never);
-    else ops.fillStrided(this, stored);
+    else fillStrided(this, stored);
     this.storage.bumpVersion();
   }
 
@@ -712,7 +730,7 @@ export class Tensor {
         blocks * info.blockBytes,
       );
     }
-    const ctor = this.dtype === 10 && float16Array !== undefined ? float16Array : info.array;
+    const ctor = this.dtype === DType.F16 && float16Array !== undefined ? float16Array : info.array;
     return new ctor(buffer, this.offset * info.blockBytes, this.size) as TypedArray;
   }
 

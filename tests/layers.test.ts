@@ -71,3 +71,16 @@ test(
     }
   },
 );
+
+test("the public API keeps internals out: gradFn is read-only, fillStrided and attachRecord are not exported", async () => {
+  const api = await import("../mod.ts");
+  using x = api.Tensor.from([1, 2]).withRequiresGrad();
+  using y = api.ops.mul(x, 2);
+  assert.equal(y.gradFn!.op, "Mul");
+  assert.throws(() => {
+    (y as { gradFn: unknown }).gradFn = null;
+  }, TypeError);
+  assert.equal(y.gradFn!.op, "Mul");
+  assert.equal("fillStrided" in api.ops, false);
+  assert.equal("attachRecord" in api, false);
+});

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { DType } from "../core/dtype.ts";
 import { computeSettings, kernels, runBackwardRule } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import { TensorShapeError } from "../core/errors.ts";
@@ -58,7 +59,7 @@ function accumulate(leaf: LeafNode, g: Tensor): void {
 }
 
 function addGradients(a: Tensor, b: Tensor): Tensor {
-  const out = allocate("backward", a.shape, 1, false, { scoped: true });
+  const out = allocate("backward", a.shape, DType.F32, false, { scoped: true });
   kernels().binary(
     BinaryOp.Add,
     a.shape,
@@ -100,7 +101,7 @@ export function backward(root: Tensor, grad?: Tensor): void {
     );
   }
   using _scope = new ActivationScope();
-  const seed = grad ?? allocate("backward", root.shape, 1, false, { scoped: true });
+  const seed = grad ?? allocate("backward", root.shape, DType.F32, false, { scoped: true });
   if (grad === undefined) seed.fill(1);
   if (start instanceof LeafNode) {
     accumulate(start, seed);

@@ -10,7 +10,7 @@ import type { DType } from "../core/dtype.ts";
 import { BackwardNotImplementedError, TensorVersionError } from "../core/errors.ts";
 import { type OpDefinition, type OpName, OPS, type RecordKind } from "../core/op_table.ts";
 import { type ComputeSnapshot, computeSnapshot, gradEnabled } from "../context.ts";
-import type { Tensor } from "../tensor.ts";
+import { attachRecord, type Tensor } from "../tensor.ts";
 
 /** The operations that record, named as in the spec's table and autograd.md; derived from the op table. */
 export type OpKind = RecordKind;
@@ -139,13 +139,16 @@ export function record(
 ): Tensor {
   const entries = inputs.map((t) => ({ node: nodeOf(t), shape: t.shape, dtype: t.dtype }));
   const saved = (parts.saved ?? []).map((t) => (t === null ? null : new SavedTensor(t)));
-  result.gradFn = new BackwardRecord(
-    op,
-    entries,
-    saved,
-    parts.ints ?? [],
-    parts.floats ?? [],
-    parts.owned ?? [],
+  attachRecord(
+    result,
+    new BackwardRecord(
+      op,
+      entries,
+      saved,
+      parts.ints ?? [],
+      parts.floats ?? [],
+      parts.owned ?? [],
+    ),
   );
   return result;
 }

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { DType } from "../core/dtype.ts";
+import { DType } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
@@ -35,14 +35,14 @@ export function sumToShape(g: Tensor, shape: readonly number[]): Tensor {
 
 /** Zeros of `shape` with `g` written into the region `region` picks out of them. */
 function scatterInto(shape: readonly number[], g: Tensor, region: (zeros: Tensor) => Tensor): Tensor {
-  const zeros = allocate("backward", shape, 1, true, { scoped: true });
+  const zeros = allocate("backward", shape, DType.F32, true, { scoped: true });
   copyInto(region(zeros), g);
   return zeros;
 }
 
 /** `mask` (Bool) as 0/1 F32. */
 function asFloat(mask: Tensor): Tensor {
-  return cast(mask, 1 as DType);
+  return cast(mask, DType.F32);
 }
 
 /** A keepDims-shaped view of a reduction's gradient, for broadcasting back over the input. */
@@ -358,7 +358,7 @@ function embeddingBackward(r: BackwardRecord, g: Tensor): Tensor {
   const [rows, dim] = r.inputShape(0);
   const skip = r.ints[0];
   const ids = Array.from(r.savedTensor(0).toArray() as ArrayLike<number | bigint>, Number);
-  const grad = allocate("backward", [rows, dim], 1, true, { scoped: true });
+  const grad = allocate("backward", [rows, dim], DType.F32, true, { scoped: true });
   const out = grad.data() as Float32Array;
   const values = g.toArray() as Float32Array;
   ids.forEach((id, i) => {
@@ -370,7 +370,7 @@ function embeddingBackward(r: BackwardRecord, g: Tensor): Tensor {
 
 function maxPoolBackward(r: BackwardRecord, g: Tensor): Tensor {
   const indices = r.savedTensor(0).toArray() as Int32Array;
-  const grad = allocate("backward", r.inputShape(0), 1, true, { scoped: true });
+  const grad = allocate("backward", r.inputShape(0), DType.F32, true, { scoped: true });
   const values = g.toArray() as Float32Array;
   const out = grad.data() as Float32Array;
   for (let i = 0; i < indices.length; i++) out[indices[i]] = Math.fround(out[indices[i]] + values[i]);
@@ -380,7 +380,7 @@ function maxPoolBackward(r: BackwardRecord, g: Tensor): Tensor {
 function nllBackward(r: BackwardRecord, g: Tensor): Tensor {
   const [rows, classes] = r.inputShape(0);
   const targets = Array.from(r.savedTensor(0).toArray() as ArrayLike<number | bigint>, Number);
-  const grad = allocate("backward", [rows, classes], 1, true, { scoped: true });
+  const grad = allocate("backward", [rows, classes], DType.F32, true, { scoped: true });
   const out = grad.data() as Float32Array;
   const scale = -(g.item() as number) / rows;
   targets.forEach((t, i) => (out[i * classes + t] = scale));

@@ -8,7 +8,7 @@
  * @module
  */
 import type { NativePointer } from "../native/symbols.ts";
-import type { TypedArray } from "../core/dtype.ts";
+import type { DType, TypedArray } from "../core/dtype.ts";
 import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
@@ -144,10 +144,10 @@ export interface MovementKernels {
     settings: ComputeSettings,
   ): void;
 
-  /** out = cast(a) over `shape` by the rules of spec 000 §10; dtypes are codes of `DType`. */
+  /** out = cast(a) over `shape` by the rules of spec 000 §10. */
   cast(
-    outDType: number,
-    aDType: number,
+    outDType: DType,
+    aDType: DType,
     shape: readonly number[],
     out: KernelOperand,
     a: KernelOperand,

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { DType } from "../core/dtype.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
@@ -92,7 +93,9 @@ function interior(padded: Tensor, shape: readonly number[], padding: readonly [n
 function padSpatial(op: string, x: Tensor, padding: readonly [number, number]): Tensor {
   if (padding[0] === 0 && padding[1] === 0) return x;
   const [n, c, h, w] = x.shape;
-  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], 1, true, { scoped: true });
+  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], DType.F32, true, {
+    scoped: true,
+  });
   copyElements(op, interior(padded, x.shape, padding), x);
   return padded;
 }
@@ -128,7 +131,7 @@ export function unfold(op: string, x: Tensor, geometry: WindowGeometry): Tensor 
       [s[0], s[1], dilation[0] * s[2], dilation[1] * s[3], stride[0] * s[2], stride[1] * s[3]],
       padded.offset,
     );
-    const columns = allocate(op, windows.shape, 1, false, { scoped: true });
+    const columns = allocate(op, windows.shape, DType.F32, false, { scoped: true });
     copyElements(op, columns, windows);
     return columns;
   } finally {
@@ -149,7 +152,9 @@ export function fold(
 ): Tensor {
   const { kernel, stride, padding, dilation, output } = geometry;
   const [n, c, h, w] = inputShape;
-  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], 1, true, { scoped: true });
+  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], DType.F32, true, {
+    scoped: true,
+  });
   const s = padded.strides;
   const cs = columns.strides;
   const shape = [n, c, output[0], output[1]];

@@ -6,7 +6,7 @@
  * @module
  */
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
-import { dtypeInfo } from "../core/dtype.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
@@ -22,7 +22,7 @@ export type Operand = Tensor | number;
 export function checkF32(op: string, ...tensors: readonly Tensor[]): void {
   for (const t of tensors) {
     if (!(t instanceof Tensor)) throw new TypeError(`${op}: expected a Tensor or a number, got ${String(t)}`);
-    if (t.dtype !== 1 || t.blockSize > 0) {
+    if (t.dtype !== DType.F32 || t.blockSize > 0) {
       throw new DTypeError(
         op,
         `${op} computes on plain F32 tensors, got ${
@@ -56,7 +56,7 @@ export function checkParameter(
 
 /** A number as a rank-0 F32 tensor in the current scope. */
 function scalarOperand(value: number): Tensor {
-  const t = allocate("scalar", [], 1, false, { scoped: true });
+  const t = allocate("scalar", [], DType.F32, false, { scoped: true });
   (t.data() as Float32Array)[0] = value;
   return t;
 }
@@ -74,14 +74,18 @@ export function broadcastStrides(t: Tensor, shape: readonly number[], op: string
 }
 
 /** Allocates an F32 output of `shape` in the current scope. */
-export function newOutput(op: string, shape: readonly number[], dtype: 1 | 9 = 1): Tensor {
+export function newOutput(
+  op: string,
+  shape: readonly number[],
+  dtype: typeof DType.F32 | typeof DType.Bool = DType.F32,
+): Tensor {
   return allocate(op, shape, dtype, false, { scoped: true });
 }
 
 /** out = a (kind) b with broadcasting; the output is Bool for comparisons. */
 export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): Tensor {
   const shape = broadcastShapes(op, a.shape, b.shape);
-  const out = newOutput(op, shape, kind >= BinaryOp.Eq ? 9 : 1);
+  const out = newOutput(op, shape, kind >= BinaryOp.Eq ? DType.Bool : DType.F32);
   kernels().binary(
     kind,
     shape,

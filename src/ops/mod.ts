@@ -57,4 +57,4 @@ export {
   tryReshape,
   unsqueeze,
 } from "./views.ts";
-export { cast, clone, contiguous, copyInto, fillStrided, toLayout } from "./copy.ts";
+export { cast, clone, contiguous, copyInto, toLayout } from "./copy.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
-import { dtypeInfo } from "../core/dtype.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
@@ -95,7 +95,7 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
   }
   const y = newOutput(op, [n, c, out[0], out[1]]);
   const recording = shouldRecord(x);
-  const indices = recording ? allocate(op, y.shape, 6, false, { scoped: true }) : null;
+  const indices = recording ? allocate(op, y.shape, DType.I32, false, { scoped: true }) : null;
   kernels().maxPool2d(
     { input: [n, c, h, w], kernel, stride, padding },
     y.operand(op),
@@ -424,7 +424,9 @@ function attentionScores(op: string, q: Tensor, k: Tensor, v: Tensor, mask: Tens
   );
   const scores = [...batch, l, s];
   if (mask === undefined) return scores;
-  if (!(mask instanceof Tensor) || (mask.dtype !== 1 && mask.dtype !== 9) || mask.blockSize > 0) {
+  if (
+    !(mask instanceof Tensor) || (mask.dtype !== DType.F32 && mask.dtype !== DType.Bool) || mask.blockSize > 0
+  ) {
     throw new DTypeError(
       op,
       "mask must be a Bool tensor (true attends) or an F32 tensor added to the scores",
@@ -469,7 +471,7 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
     throw new TypeError(`${op}: scale must be a finite number, got ${String(scale)}`);
   }
   const [l, s] = scores.slice(-2);
-  const bool = mask !== undefined && mask.dtype === 9 ? mask : undefined;
+  const bool = mask !== undefined && mask.dtype === DType.Bool ? mask : undefined;
   const causal = options.causal === true;
   const run = () => {
     let logits = mul(matmul(q, transpose(k, -1, -2)), scale);

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { DType } from "../core/dtype.ts";
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { GradMode } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
@@ -200,7 +201,7 @@ function checkBatchNorm(
       [x.shape],
     );
   }
-  if (runningMean !== null && (runningMean.dtype !== 1 || runningVar!.dtype !== 1)) {
+  if (runningMean !== null && (runningMean.dtype !== DType.F32 || runningVar!.dtype !== DType.F32)) {
     throw new DTypeError(op, "the running statistics must be F32");
   }
 }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { DType } from "../core/dtype.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
@@ -52,7 +53,7 @@ function reduceKernel(
   x: Tensor,
   axes: readonly number[],
   keepDims: boolean,
-  dtype: 1 | 7,
+  dtype: typeof DType.F32 | typeof DType.I64,
 ): Tensor {
   const kept = Array.from({ length: x.rank }, (_, i) => i).filter((i) => !axes.includes(i));
   const order = [...kept, ...axes];
@@ -91,7 +92,7 @@ function reduction(
   checkF32(op, x);
   const axes = reducedAxes(op, x, axis);
   const keepDims = options.keepDims ?? false;
-  const out = reduceKernel(op, kernelCode("reduce", op), x, axes, keepDims, 1);
+  const out = reduceKernel(op, kernelCode("reduce", op), x, axes, keepDims, DType.F32);
   // ints: keepDims flag then the reduced axes; Max and Min also save their input and output to route the
   // gradient.
   return recordOp(op, out, [x], {
@@ -142,7 +143,7 @@ export function argmax(x: Tensor, axis: number, options: ReduceOptions = {}): Te
     x,
     [normalizeAxis("argmax", axis, x.rank, x.shape)],
     options.keepDims ?? false,
-    7,
+    DType.I64,
   );
 }
 

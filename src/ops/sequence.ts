@@ -6,7 +6,7 @@
  * @module
  */
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
-import { dtypeInfo } from "../core/dtype.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
@@ -95,7 +95,9 @@ function checkRecurrent(
 
 /** The [N, H] initial state: the given [1, N, H] one, or zeros. */
 function initialState(op: string, state: Tensor | undefined, n: number, hidden: number): Tensor {
-  return state === undefined ? allocate(op, [n, hidden], 1, true, { scoped: true }) : select(state, 0, 0);
+  return state === undefined
+    ? allocate(op, [n, hidden], DType.F32, true, { scoped: true })
+    : select(state, 0, 0);
 }
 
 /** Gate `i` of stacked [N, gates·H] pre-activations. */
@@ -478,7 +480,7 @@ export function ctcLossBackward(
   });
   const scales = ctcScales(reduction, sequences);
   const lp = logProbReader(logProbs);
-  const grad = allocate("backward", [steps, batch, classes], 1, true, { scoped: true });
+  const grad = allocate("backward", [steps, batch, classes], DType.F32, true, { scoped: true });
   const out = grad.data() as Float32Array;
   sequences.forEach((seq, n) => {
     const alpha = ctcAlpha(lp, n, seq, blank);
