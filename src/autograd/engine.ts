@@ -7,7 +7,8 @@
  * @module
  */
 import { DType } from "../core/dtype.ts";
-import { computeSettings, kernels, runBackwardRule } from "../context.ts";
+import { runBackwardRule } from "../context.ts";
+import { addInto, binaryKernel } from "../ops/elementwise.ts";
 import { formatShape } from "../core/shape.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { BinaryOp } from "../kernels/types.ts";
@@ -46,29 +47,7 @@ function accumulate(leaf: LeafNode, g: Tensor): void {
     leaf.grad = g.clone();
     return;
   }
-  const grad = leaf.grad;
-  kernels().binary(
-    BinaryOp.Add,
-    grad.shape,
-    grad.operand("backward"),
-    grad.operand("backward"),
-    g.operand("backward"),
-    computeSettings(),
-  );
-  grad.storage.bumpVersion();
-}
-
-function addGradients(a: Tensor, b: Tensor): Tensor {
-  const out = allocate("backward", a.shape, DType.F32, false, { scoped: true });
-  kernels().binary(
-    BinaryOp.Add,
-    a.shape,
-    out.operand("backward"),
-    a.operand("backward"),
-    b.operand("backward"),
-    computeSettings(),
-  );
-  return out;
+  addInto("backward", leaf.grad, g);
 }
 
 /** `root.backward(grad)`: a scalar root needs no `grad`; otherwise `grad` has the root's shape. */
@@ -124,7 +103,9 @@ export function backward(root: Tensor, grad?: Tensor): void {
       const previous = grads.get(node);
       grads.set(
         node,
-        previous === undefined ? gi : runBackwardRule(record.settings, () => addGradients(previous, gi)),
+        previous === undefined
+          ? gi
+          : runBackwardRule(record.settings, () => binaryKernel("backward", BinaryOp.Add, previous, gi)),
       );
     });
   }

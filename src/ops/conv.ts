@@ -12,9 +12,9 @@ import { TensorShapeError } from "../core/errors.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
-import { BinaryOp, ReduceOp } from "../kernels/types.ts";
+import { ReduceOp } from "../kernels/types.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { broadcastStrides, checkF32, newOutput } from "./elementwise.ts";
+import { addInto, checkF32, newOutput } from "./elementwise.ts";
 import { matmul } from "./linalg.ts";
 import { reshape, squeeze, unsqueeze, viewOf } from "./views.ts";
 import { copyElements } from "./copy.ts";
@@ -98,21 +98,6 @@ function padSpatial(op: string, x: Tensor, padding: readonly [number, number]): 
   });
   copyElements(op, interior(padded, x.shape, padding), x);
   return padded;
-}
-
-/** target += source in place, `source` broadcast to `target`'s shape; counts as a write to `target`. */
-export function addInto(op: string, target: Tensor, source: Tensor): void {
-  const settings = computeSettings();
-  const out = target.operand(op);
-  kernels().binary(
-    BinaryOp.Add,
-    target.shape,
-    out,
-    out,
-    source.operand(op, broadcastStrides(source, target.shape, op)),
-    settings,
-  );
-  target.storage.bumpVersion();
 }
 
 /**

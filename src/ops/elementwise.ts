@@ -73,6 +73,24 @@ export function broadcastStrides(t: Tensor, shape: readonly number[], op: string
   return expandView(t, shape, op).strides;
 }
 
+/**
+ * target += source in place, `source` broadcast to `target`'s shape; counts as a write to `target`. The one
+ * in-place accumulation (convolution's fold, its bias, the engine's leaf gradients).
+ */
+export function addInto(op: string, target: Tensor, source: Tensor): void {
+  const settings = computeSettings();
+  const out = target.operand(op);
+  kernels().binary(
+    BinaryOp.Add,
+    target.shape,
+    out,
+    out,
+    source.operand(op, broadcastStrides(source, target.shape, op)),
+    settings,
+  );
+  target.storage.bumpVersion();
+}
+
 /** Allocates an F32 output of `shape` in the current scope. */
 export function newOutput(
   op: string,

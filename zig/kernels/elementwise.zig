@@ -179,23 +179,6 @@ pub fn runSpans(rt: *const table.Runtime, args: *const abi.ArgBlock, rows: anyty
     parallelRange(rt, args.threads, total, min_elements, granule, &spans);
 }
 
-/// Runs `visit.row(offsets)` over all rows of a 3-operand iteration, split across threads by whole rows when
-/// the work is large enough. (Kept for callers that work a row at a time; the kernels here use `runSpans`.)
-pub fn runRows(rt: *const table.Runtime, args: *const abi.ArgBlock, rows: *const Rows(3), visit: anytype) void {
-    const Whole = struct {
-        rows: *const Rows(3),
-        visit: @TypeOf(visit),
-
-        pub fn range(whole: *const @This(), first: usize, end: usize) void {
-            whole.rows.forEachRow(first, end, whole.visit);
-        }
-    };
-    const count = rows.rowCount();
-    const min_rows = (parallel_min_elements + rows.rowLength() - 1) / @max(1, rows.rowLength());
-    const whole: Whole = .{ .rows = rows, .visit = visit };
-    parallelRange(rt, args.threads, count, min_rows, 1, &whole);
-}
-
 // --- binary operations ---
 
 const U = @Vector(lanes, u32);
