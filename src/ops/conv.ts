@@ -248,7 +248,7 @@ function convolve(
  * 2-D convolution (cross-correlation, as in PyTorch) of `x` [N, C, H, W] (or one image [C, H, W]) by `weight`
  * [O, C/groups, KH, KW], with an optional `bias` [O]. Output [N, O, OH, OW] with
  * `OH = floor((H + 2·padding − dilation·(KH − 1) − 1)/stride) + 1`. Records Conv2d: slot 0 the input (when
- * the weight needs a gradient), slot 1 the weight (when the input needs one); ints kernel, stride, padding,
+ * the weight needs a gradient), slot 1 the weight (when the input needs one); attributes kernel, stride, padding,
  * dilation (each h, w) and groups.
  *
  * @example
@@ -277,7 +277,7 @@ export function conv2d(x: Tensor, weight: Tensor, options: Conv2dOptions = {}): 
   const { kernel, stride, padding, dilation } = geometry;
   return record(y, "Conv2d", inputs, {
     saved: [weight.requiresGrad ? x : null, x.requiresGrad ? weight : null],
-    ints: [...kernel, ...stride, ...padding, ...dilation, x.shape[1] / weight.shape[1]],
+    attrs: { kernel, stride, padding, dilation, groups: x.shape[1] / weight.shape[1] },
   });
 }
 
@@ -308,7 +308,7 @@ function poolGeometry(op: string, x: Tensor, options: AvgPool2dOptions): WindowG
 /**
  * 2-D average pooling of `x` [N, C, H, W] (or [C, H, W]) with PyTorch's defaults: padding counts as zeros in
  * every window's average (`count_include_pad`), so each output divides by KH·KW; output extent
- * `floor((size + 2·padding − kernel)/stride) + 1`. Records AvgPool2d (ints kernel, stride, padding; nothing
+ * `floor((size + 2·padding − kernel)/stride) + 1`. Records AvgPool2d (attributes kernel, stride, padding; nothing
  * saved).
  *
  * @example
@@ -339,5 +339,5 @@ export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
     if (padded !== x) padded.dispose();
   }
   if (!shouldRecord(x)) return y;
-  return record(y, "AvgPool2d", [x], { ints: [...kernel, ...stride, ...padding] });
+  return record(y, "AvgPool2d", [x], { attrs: { kernel, stride, padding } });
 }

@@ -106,7 +106,7 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
   if (indices === null) return y;
   return record(y, "MaxPool2d", [x], {
     saved: [indices],
-    ints: [...kernel, ...stride, ...padding],
+    attrs: { kernel, stride, padding },
     owned: [indices],
   });
 }
@@ -152,7 +152,7 @@ export function nllLoss(logProbs: Tensor, targets: Tensor): Tensor {
   const loss = newOutput(op, []);
   (loss.data() as Float32Array)[0] = rows === 0 ? NaN : -total / rows;
   if (!shouldRecord(logProbs)) return loss;
-  return record(loss, "NllLoss", [logProbs], { saved: [targets], ints: [-1] });
+  return record(loss, "NllLoss", [logProbs], { saved: [targets], attrs: { ignoreIndex: -1 } });
 }
 
 /**
@@ -197,7 +197,7 @@ function checkConcatInputs(op: string, tensors: readonly Tensor[]): void {
 
 /**
  * Joins tensors along `axis` (negative counts from the end): every tensor has the same rank and dtype, and the
- * same extents except along `axis`. Records Concat (ints: the axis, then each input's extent along it); the
+ * same extents except along `axis`. Records Concat (attributes: the axis and each input's extent along it); the
  * gradient of each input is a slice of the output's.
  *
  * @example
@@ -236,7 +236,7 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
     start += t.shape[a];
   }
   if (!shouldRecord(...tensors)) return out;
-  return record(out, "Concat", tensors, { ints: [a, ...sizes] });
+  return record(out, "Concat", tensors, { attrs: { axis: a, sizes } });
 }
 
 /** Options of `embedding`. */
@@ -271,7 +271,7 @@ function gatherRows(weight: Tensor, ids: readonly number[], out: Tensor): void {
 /**
  * Looks up rows of `weight` [rows, dim] at integer `indices` of any shape: the result has shape
  * `[...indices.shape, dim]`. Lookups of `paddingIdx` give no gradient. Records Embedding over the table
- * (saved slot 0: the indices; ints: the padding row, or −1).
+ * (saved slot 0: the indices; attribute paddingIdx: the padding row, or −1).
  *
  * @example
  * ```ts
@@ -314,7 +314,7 @@ export function embedding(indices: Tensor, weight: Tensor, options: EmbeddingOpt
   gatherRows(weight, ids, out);
   if (!shouldRecord(weight)) return out;
   const skip = padding === undefined ? -1 : padding < 0 ? padding + rows : padding;
-  return record(out, "Embedding", [weight], { saved: [indices], ints: [skip] });
+  return record(out, "Embedding", [weight], { saved: [indices], attrs: { paddingIdx: skip } });
 }
 
 /** Options of `attention`. */

@@ -93,10 +93,9 @@ function reduction(
   const axes = reducedAxes(op, x, axis);
   const keepDims = options.keepDims ?? false;
   const out = reduceKernel(op, kernelCode("reduce", op), x, axes, keepDims, DType.F32);
-  // ints: keepDims flag then the reduced axes; Max and Min also save their input and output to route the
-  // gradient.
+  // Max and Min also save their input and output to route the gradient.
   return recordOp(op, out, [x], {
-    ints: [keepDims ? 1 : 0, ...axes],
+    attrs: { axes, keepDims },
     saved: op === "max" || op === "min" ? [x, out] : [],
   });
 }
@@ -163,8 +162,8 @@ function softmaxFamily(op: "softmax" | "logSoftmax", x: Tensor, axis: number): T
     x.operand(op, pick(x.strides)),
     computeSettings(),
   );
-  // Saves its output; the scale (1 here) is kept in floats, the axis in ints.
-  return recordOp(op, out, [x], { saved: [out], ints: [a], floats: [1] });
+  // Saves its output; the scale is 1 here.
+  return recordOp(op, out, [x], { saved: [out], attrs: { axis: a, scale: 1 } });
 }
 
 /**

@@ -10,7 +10,7 @@ import { DType, dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
-import { record, shouldRecord } from "../autograd/record.ts";
+import { record, type RecordAttributes, shouldRecord } from "../autograd/record.ts";
 import { add, checkF32, checkParameter, mul, newOutput, sigmoid, sub, tanh } from "./elementwise.ts";
 import { linear } from "./linalg.ts";
 import { concat } from "./nn.ts";
@@ -447,15 +447,8 @@ export function ctcLoss(
   if (reduction === 0) losses.forEach((l, i) => (values[i] = l));
   else values[0] = losses.reduce((s, l, i) => s + l * scales[i], 0);
   if (!shouldRecord(logProbs)) return out;
-  const ints = [
-    problem.blank,
-    reduction,
-    zeroInfinity ? 1 : 0,
-    ...problem.sequences.map((s) => s.inputLength),
-    ...problem.sequences.map((s) => s.labels.length),
-    ...problem.sequences.flatMap((s) => s.labels),
-  ];
-  return record(out, "CtcLoss", [logProbs], { saved: [logProbs], ints });
+  const attrs = { blank: problem.blank, reduction, zeroInfinity, sequences: problem.sequences };
+  return record(out, "CtcLoss", [logProbs], { saved: [logProbs], attrs });
 }
 
 /**
@@ -465,19 +458,11 @@ export function ctcLoss(
  */
 export function ctcLossBackward(
   logProbs: Tensor,
-  ints: readonly number[],
+  attrs: RecordAttributes["CtcLoss"],
   outputGrad: readonly number[],
 ): Tensor {
   const [steps, batch, classes] = logProbs.shape;
-  const [blank, reduction, zeroInfinity] = ints;
-  const inputs = ints.slice(3, 3 + batch);
-  const lengths = ints.slice(3 + batch, 3 + 2 * batch);
-  let at = 3 + 2 * batch;
-  const sequences = inputs.map((inputLength, i) => {
-    const labels = ints.slice(at, at + lengths[i]);
-    at += lengths[i];
-    return { inputLength, labels };
-  });
+  const { blank, reduction, zeroInfinity, sequences } = attrs;
   const scales = ctcScales(reduction, sequences);
   const lp = logProbReader(logProbs);
   const grad = allocate("backward", [steps, batch, classes], DType.F32, true, { scoped: true });
@@ -485,7 +470,7 @@ export function ctcLossBackward(
   sequences.forEach((seq, n) => {
     const alpha = ctcAlpha(lp, n, seq, blank);
     const nll = ctcNll(alpha, seq);
-    if (seq.inputLength === 0 || (zeroInfinity === 1 && nll === Infinity)) return;
+    if (seq.inputLength === 0 || (zeroInfinity && nll === Infinity)) return;
     const beta = ctcBeta(lp, n, seq, blank);
     const ext = extended(seq.labels, blank);
     const factor = scales[n] * (reduction === 0 ? outputGrad[n] : outputGrad[0]);
