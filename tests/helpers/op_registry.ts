@@ -1,7 +1,7 @@
 // The op registry for tests: for every differentiable operator of the op table (src/core/op_table.ts), its
 // gradient-check cases (shapes, the f32 call, an f64 reference written from the math). The type makes the
 // registry complete: an op added to the table as differentiable without cases here is a type error, and
-// tests/op_table.test.ts checks every case, so each differentiable op has a rule that passes the gradient
+// tests/autograd_gradcheck.test.ts checks every case, so each differentiable op has a rule that passes the gradient
 // check (or, without a rule, throws BackwardNotImplementedError).
 import { DType, ops, Tensor } from "../../mod.ts";
 import { type DifferentiableOp, type OpName, OPS } from "../../src/core/op_table.ts";
