@@ -21,7 +21,7 @@ export type Scalar =
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { roundInteger } from "./cast.ts";
+ * import { roundInteger } from "./cast_rules.ts";
  * assert.ok(roundInteger(16777217n, 24) === 16777216 && roundInteger(16777219n, 24) === 16777220);
  * ```
  */
