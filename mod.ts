@@ -91,6 +91,7 @@ export type { DataLoaderOptions } from "./src/data/loader.ts";
 export { Progress } from "./src/data/progress.ts";
 export type { ProgressOptions } from "./src/data/progress.ts";
 export {
+  BackwardNotImplementedError,
   BufferOverrunError,
   DTypeError,
   NativeLibraryError,

@@ -63,35 +63,73 @@ build() {
   "$ZIG" build abi-skew
 }
 
-# Counts of passed and failed tests, summed over every suite this script runs.
+# Counts of passed, failed and skipped tests, summed over every suite this script runs.
 PASSED=0
 FAILED=0
-count() { PASSED=$((PASSED + $1)); FAILED=$((FAILED + $2)); }
+SKIPPED=0
+count() { PASSED=$((PASSED + $1)); FAILED=$((FAILED + $2)); SKIPPED=$((SKIPPED + ${3:-0})); }
 
-# run_suite NAME COMMAND...: runs a suite, shows its output, adds its counts; a suite that fails without
-# printing counts counts as one failure.
+# junit_counts FILE: "passed failed skipped" from a JUnit report (deno test --junit-path, bun test
+# --reporter=junit): each <testcase> is failed when it holds <failure> or <error>, skipped when it holds
+# <skipped>, passed otherwise.
+junit_counts() {
+  node -e '
+    const xml = require("node:fs").readFileSync(process.argv[1], "utf8");
+    let p = 0, f = 0, s = 0;
+    for (const c of xml.split("<testcase").slice(1)) {
+      const body = c.split(/<testcase|<\/testsuite>/)[0];
+      if (/<failure|<error/.test(body)) f++;
+      else if (/<skipped/.test(body)) s++;
+      else p++;
+    }
+    console.log(p, f, s);
+  ' "$1"
+}
+
+# zig_counts LOG: "passed failed" from zig build's summary ("N/M tests passed; F failed") and from a Zig test
+# binary run directly under qemu ("All N tests passed." / "N passed; S skipped; F failed."); Zig writes no JUnit.
+zig_counts() {
+  local p f
+  p=$(sed 's/\x1b\[[0-9;]*m//g' "$1" | sed -n -E 's/.* ([0-9]+)\/[0-9]+ tests passed.*/\1/p; s/^([0-9]+) passed; .*/\1/p;
+    s/^All ([0-9]+) tests passed\.$/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+  f=$(sed 's/\x1b\[[0-9;]*m//g' "$1" | sed -n -E 's/.* tests passed.*; ([0-9]+) failed.*/\1/p;
+    s/^[0-9]+ passed; .* ([0-9]+) failed\.$/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+  echo "$p $f"
+}
+
+# run_suite NAME KIND COMMAND...: runs a suite, shows its output, adds its counts. KIND is "junit" (the
+# command writes its report to $JUNIT), "zig" (counts from zig's summary) or "check" (a formatter or type
+# check: one check). A suite that fails without a counted failure counts as one failure.
 run_suite() {
-  local name=$1
-  shift
+  local name=$1 kind=$2
+  shift 2
   say "$name"
   local log
   log=$(mktemp)
+  JUNIT=$(mktemp --suffix=.xml)
   local status=0
   "$@" 2>&1 | tee "$log" || status=$?
-  local clean
-  clean=$(sed 's/\x1b\[[0-9;]*m//g' "$log")
-  # Summary lines of deno test, bun test, zig build's summary and a Zig test binary run directly (qemu).
-  local p f
-  p=$(printf '%s\n' "$clean" | sed -n -E 's/^(ok|FAILED) \| ([0-9]+) passed.*/\2/p; s/^ *([0-9]+) pass$/\1/p;
-    s/.* ([0-9]+)\/[0-9]+ tests passed.*/\1/p; s/^([0-9]+) passed; .*/\1/p; s/^All ([0-9]+) tests passed\.$/\1/p' |
-    awk '{ s += $1 } END { print s + 0 }')
-  f=$(printf '%s\n' "$clean" | sed -n -E 's/^(ok|FAILED) \| [0-9]+ passed.* \| ([0-9]+) failed.*/\2/p; s/^ *([0-9]+) fail$/\1/p;
-    s/.* tests passed.*; ([0-9]+) failed.*/\1/p; s/^[0-9]+ passed; .* ([0-9]+) failed\.$/\1/p' | awk '{ s += $1 } END { print s + 0 }')
-  # A step that prints no counts (a formatter, a type check) counts as one check.
-  if [ "$p" = 0 ] && [ "$f" = 0 ] && [ "$status" = 0 ]; then p=1; fi
+  local p=0 f=0 s=0
+  case "$kind" in
+  junit) if [ -s "$JUNIT" ]; then read -r p f s < <(junit_counts "$JUNIT"); fi ;;
+  zig) read -r p f < <(zig_counts "$log") ;;
+  check) if [ "$status" = 0 ]; then p=1; fi ;;
+  esac
   if [ "$status" != 0 ] && [ "$f" = 0 ]; then f=1; fi
-  count "$p" "$f"
-  rm -f "$log"
+  echo "-- $name: $p passed, $f failed, $s skipped"
+  count "$p" "$f" "$s"
+  rm -f "$log" "$JUNIT"
+}
+
+deno_test() {
+  local lib=$1
+  shift
+  ZIGTENSOR_LIB="$lib" "$BIN/deno" test -A --quiet --junit-path="$JUNIT" "$@"
+}
+
+bun_test() {
+  # The timeout of bunfig.toml is not applied to every test under every Bun version: pass it too.
+  ZIGTENSOR_LIB="$1" "$BIN/bun" test --timeout 120000 --reporter=junit --reporter-outfile="$JUNIT"
 }
 
 test_all() {
@@ -100,27 +138,28 @@ test_all() {
   local qemu_flag=()
   if [ "${ZIGTENSOR_SKIP_QEMU:-0}" = 1 ]; then qemu_flag=(-Dskip-qemu=true); fi
   local lib=zig-out/lib/libzigtensor.so checked=zig-out/lib/checked/libzigtensor.so
-  run_suite "zig tests (host variants, aarch64 under qemu)" "$ZIG" build test --summary all "${qemu_flag[@]}"
-  run_suite "zig tests, CHECKED" "$ZIG" build test -Dchecked=true --summary all "${qemu_flag[@]}"
-  run_suite "deno test (release library, with doc examples)" env ZIGTENSOR_LIB="$lib" "$BIN/deno" test -A --doc --quiet mod.ts src/ docs/ README.md tests/
-  run_suite "deno test (CHECKED library)" env ZIGTENSOR_LIB="$checked" "$BIN/deno" test -A --quiet tests/
-  run_suite "bun test (release library)" env ZIGTENSOR_LIB="$lib" "$BIN/bun" test
-  run_suite "bun test (CHECKED library)" env ZIGTENSOR_LIB="$checked" "$BIN/bun" test
+  run_suite "zig tests (host variants, aarch64 under qemu)" zig "$ZIG" build test --summary all "${qemu_flag[@]}"
+  run_suite "zig tests, CHECKED" zig "$ZIG" build test -Dchecked=true --summary all "${qemu_flag[@]}"
+  run_suite "deno test (release library, with doc examples)" junit deno_test "$lib" --doc mod.ts src/ docs/ README.md tests/
+  run_suite "deno test (CHECKED library)" junit deno_test "$checked" tests/
+  run_suite "bun test (release library)" junit bun_test "$lib"
+  run_suite "bun test (CHECKED library)" junit bun_test "$checked"
   echo
+  echo "$SKIPPED skipped"
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" = 0 ]
 }
 
 check() {
   setup
-  run_suite "deno fmt --check" "$BIN/deno" fmt --check
-  run_suite "zig fmt --check" "$ZIG" fmt --check zig build.zig
-  run_suite "zig build cross (aarch64-linux, x86_64-macos, aarch64-macos)" "$ZIG" build cross
-  run_suite "deno lint" "$BIN/deno" lint
-  run_suite "deno doc --lint (JSDoc on every export, no private types in the public API)" "$BIN/deno" doc --lint mod.ts
-  run_suite "deno check" "$BIN/deno" check mod.ts src/ tests/ bench/ examples/
-  run_suite "tsc (Bun types)" "$BIN/tsc" -p tsconfig.bun.json
-  run_suite "deno publish --dry-run" "$BIN/deno" publish --dry-run --allow-dirty
+  run_suite "deno fmt --check" check "$BIN/deno" fmt --check
+  run_suite "zig fmt --check" check "$ZIG" fmt --check zig build.zig
+  run_suite "zig build cross (aarch64-linux, x86_64-macos, aarch64-macos)" check "$ZIG" build cross
+  run_suite "deno lint" check "$BIN/deno" lint
+  run_suite "deno doc --lint (JSDoc on every export, no private types in the public API)" check "$BIN/deno" doc --lint mod.ts
+  run_suite "deno check" check "$BIN/deno" check mod.ts src/ tests/ bench/ examples/ scripts/
+  run_suite "tsc (Bun types)" check "$BIN/tsc" -p tsconfig.bun.json
+  run_suite "deno publish --dry-run" check "$BIN/deno" publish --dry-run --allow-dirty
   echo
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" = 0 ]

@@ -5,14 +5,7 @@
  *
  * @module
  */
-import {
-  type DType,
-  type DTypeInfo,
-  dtypeInfo,
-  type DTypeLike,
-  toDType,
-  type TypedArray,
-} from "./core/dtype.ts";
+import { DType, type DTypeInfo, dtypeInfo, type DTypeLike, toDType, type TypedArray } from "./core/dtype.ts";
 import { decodeElement, type ElementValue, encodeElement } from "./core/element.ts";
 import { DTypeError, OptionError, TensorShapeError } from "./core/errors.ts";
 import { detectLayout, Layout } from "./core/layout.ts";
@@ -58,6 +51,7 @@ const nodeInspect: unique symbol = Symbol.for("nodejs.util.inspect.custom");
 
 const CREATE_KEYS = ["arena", "dtype"] as const;
 const RANDOM_KEYS = ["arena", "seed"] as const;
+import { fillStrided } from "./ops/copy.ts";
 
 /** Options every creator takes. */
 export interface CreateOptions {
@@ -86,6 +80,13 @@ export interface Float16ArrayLike extends ArrayLike<number> {
   readonly BYTES_PER_ELEMENT: 2;
   /** What tells it apart from the other typed arrays. */
   readonly [Symbol.toStringTag]: "Float16Array";
+}
+
+let attach: (t: Tensor, record: BackwardRecord) => void;
+
+/** Internal (not exported from `mod.ts`): sets the backward record of a tensor an op just made. */
+export function attachRecord(t: Tensor, record: BackwardRecord): void {
+  attach(t, record);
 }
 
 /** Everything a tensor handle is made of; ops build handles from these. */
@@ -200,14 +201,15 @@ export class Tensor {
     return this.#blockSize;
   }
 
-  /** The backward record that produced this tensor, or null for leaves and untracked tensors. */
+  /** The backward record that produced this tensor, or null for leaves and untracked tensors; read-only. */
   get gradFn(): BackwardRecord | null {
     return this.#gradFn;
   }
 
-  /** Internal: set by the autograd recorder on an op's fresh result. */
-  set gradFn(record: BackwardRecord | null) {
-    this.#gradFn = record;
+  static {
+    attach = (t, record) => {
+      t.#gradFn = record;
+    };
   }
 
   // --- creating ---
@@ -539,7 +541,7 @@ export class Tensor {
     this.#checkWritable("fill");
     const stored = encodeElement(info, value, "fill");
     if (this.isContiguous) this.#writable("fill").fill(stored as never);
-    else ops.fillStrided(this, stored);
+    else fillStrided(this, stored);
     this.storage.bumpVersion();
   }
 
@@ -1117,7 +1119,7 @@ export class Tensor {
         blocks * info.blockBytes,
       );
     }
-    const ctor = this.dtype === 10 && float16Array !== undefined ? float16Array : info.array;
+    const ctor = this.dtype === DType.F16 && float16Array !== undefined ? float16Array : info.array;
     // An empty view may sit at an offset past the end of its storage.
     if (this.size === 0) return new ctor(buffer, 0, 0) as TypedArray;
     return new ctor(buffer, this.offset * info.blockBytes, this.size) as TypedArray;

@@ -71,40 +71,40 @@ test("MatMul saves a for b's gradient and b for a's", () => {
   assert.equal(slots(both.gradFn!)[0], a.storage);
 });
 
-test("MaxPool2d saves Int32 winner indices as an owned slot, with kernel, stride and padding in ints", () => {
+test("MaxPool2d saves Int32 winner indices as an owned slot, with kernel, stride and padding as attributes", () => {
   using _ = new ActivationScope();
   const x = Tensor.from([1, 5, 2, 4, 3, 0, 9, 8, 7, 6, 1, 2, 3, 4, 5, 6], [1, 1, 4, 4]).withRequiresGrad();
   const y = ops.maxPool2d(x, { kernel: [2, 2], stride: [2, 2], padding: [0, 0] });
   const r = y.gradFn!;
   assert.equal(r.op, "MaxPool2d");
-  assert.deepEqual([...r.ints], [2, 2, 2, 2, 0, 0]);
+  assert.deepEqual(r.attrs, { kernel: [2, 2], stride: [2, 2], padding: [0, 0] });
   const indices = r.saved[0]!.unpack("MaxPool2d");
   assert.equal(indices.dtype, DType.I32);
   assert.deepEqual([...indices.toArray()], [1, 6, 8, 15]);
   assert.equal(r.owned[0].storage, indices.storage);
 });
 
-test("Cast, Permute, Slice, Flip, Select, Expand and the Reshape family keep their ints and no slots", () => {
+test("Cast, Permute, Slice, Flip, Select, Expand and the Reshape family keep their attributes and no slots", () => {
   using _ = new ActivationScope();
   const x = leaf([1, 2, 3, 4, 5, 6], [2, 3]);
-  const rows: [Tensor, string, number[]][] = [
-    [ops.cast(x, DType.F64), "Cast", []],
-    [ops.permute(x, [1, 0]), "Permute", [1, 0]],
-    [x.T, "Permute", [1, 0]],
-    [ops.slice(x, 1, 0, 3, 2), "Slice", [1, 0, 3, 2]],
-    [ops.slice(x, -1, -2, 3), "Slice", [1, 1, 3, 1]],
-    [ops.flip(x, -1), "Flip", [1]],
-    [ops.select(x, 0, -1), "Select", [0, 1]],
-    [ops.expand(x, [4, 2, 3]), "Expand", []],
-    [ops.unsqueeze(x, 0), "Reshape", []],
-    [ops.squeeze(ops.unsqueeze(x, 2)), "Reshape", []],
-    [ops.reshape(x, [3, 2]), "Reshape", []],
-    [ops.reshape(x.T, [6]), "Reshape", []],
-    [ops.contiguous(x.T), "Reshape", []],
+  const rows: [Tensor, string, object][] = [
+    [ops.cast(x, DType.F64), "Cast", {}],
+    [ops.permute(x, [1, 0]), "Permute", { dims: [1, 0] }],
+    [x.T, "Permute", { dims: [1, 0] }],
+    [ops.slice(x, 1, 0, 3, 2), "Slice", { axis: 1, start: 0, end: 3, step: 2 }],
+    [ops.slice(x, -1, -2, 3), "Slice", { axis: 1, start: 1, end: 3, step: 1 }],
+    [ops.flip(x, -1), "Flip", { axis: 1 }],
+    [ops.select(x, 0, -1), "Select", { axis: 0, index: 1 }],
+    [ops.expand(x, [4, 2, 3]), "Expand", {}],
+    [ops.unsqueeze(x, 0), "Reshape", {}],
+    [ops.squeeze(ops.unsqueeze(x, 2)), "Reshape", {}],
+    [ops.reshape(x, [3, 2]), "Reshape", {}],
+    [ops.reshape(x.T, [6]), "Reshape", {}],
+    [ops.contiguous(x.T), "Reshape", {}],
   ];
-  for (const [out, op, ints] of rows) {
+  for (const [out, op, attrs] of rows) {
     assert.equal(out.gradFn!.op, op);
-    assert.deepEqual([...out.gradFn!.ints], ints, op);
+    assert.deepEqual(out.gradFn!.attrs, attrs, op);
     assert.ok(out.gradFn!.saved.every((s) => s === null));
   }
   using image = Tensor.zeros([1, 2, 2, 2]).withRequiresGrad();

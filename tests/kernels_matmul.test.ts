@@ -31,7 +31,7 @@ test("every variant the host runs passes the matmul conformance when forced with
   const runnable = info.variants.filter((isa) => info.supported.includes(isa));
   assert.ok(runnable.length >= 1);
   for (const isa of runnable) {
-    const child = runChild(new URL("./helpers/matmul_operands.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
+    const child = runChild(new URL("./children/matmul_child.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
     assert.equal(child.status, 0, child.stderr);
     const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!) as ConformanceReport;
     assert.equal(report.isa, isa);

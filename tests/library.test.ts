@@ -7,7 +7,7 @@ import { NativeLibraryError } from "../mod.ts";
 import { ABI_VERSION, libraryFileName, locateLibrary, requestedIsa } from "../src/native/library.ts";
 import { runChild } from "./helpers/subprocess.ts";
 
-const child = new URL("./helpers/add_slice_child.ts", import.meta.url);
+const child = new URL("./children/add_slice_child.ts", import.meta.url);
 const zigOut = (path: string) => fileURLToPath(new URL(`../zig-out/${path}`, import.meta.url));
 
 test("ZIGTENSOR_LIB comes first, then the package's build, else an error that says how to build", () => {

@@ -195,7 +195,7 @@ test("disposing an arena returns its chunks to the pool and makes its storages s
 
 test("storages never released return to the pool when the garbage collector finalizes them", () => {
   const isDeno = (globalThis as { Deno?: unknown }).Deno !== undefined;
-  const child = fileURLToPath(new URL("./helpers/memory_gc_child.ts", import.meta.url));
+  const child = fileURLToPath(new URL("./children/memory_gc_child.ts", import.meta.url));
   const argv = isDeno ? ["run", "-A", "--quiet", "--v8-flags=--expose-gc", child] : [child];
   const result = spawnSync(process.execPath, argv, { encoding: "utf8", timeout: 120_000 });
   assert.equal(result.status, 0, result.stderr);

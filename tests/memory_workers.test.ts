@@ -5,11 +5,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { WorkerReport } from "./helpers/memory_worker.ts";
+import type { WorkerReport } from "./children/memory_worker.ts";
 
 test("two Workers renting and releasing concurrently corrupt nothing and leave the pool's stats consistent", () => {
   const isDeno = (globalThis as { Deno?: unknown }).Deno !== undefined;
-  const child = fileURLToPath(new URL("./helpers/memory_workers_child.ts", import.meta.url));
+  const child = fileURLToPath(new URL("./children/memory_workers_child.ts", import.meta.url));
   const iterations = 100_000;
   const argv = isDeno ? ["run", "-A", "--quiet", child, String(iterations)] : [child, String(iterations)];
   const result = spawnSync(process.execPath, argv, { encoding: "utf8", timeout: 120_000 });

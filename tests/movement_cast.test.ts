@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ALL_DTYPES, DType, dtypeInfo } from "../src/core/dtype.ts";
-import { nativeCast, referenceCast, roundInteger } from "../src/kernels/cast.ts";
+import { nativeCast, referenceCast } from "../src/kernels/cast.ts";
+import { roundInteger } from "../src/core/cast_rules.ts";
 import { firstDifference, NativeBlock, Random, sizeOf } from "./helpers/movement_operands.ts";
 
 const PLAIN: readonly DType[] = ALL_DTYPES.filter((d) => !dtypeInfo(d).isQuantized);

@@ -160,7 +160,7 @@ test("every host variant's bulk f16 and bf16 conversions equal the TypeScript ru
   const runnable = info.variants.filter((isa) => info.supported.includes(isa));
   assert.ok(runnable.length >= 1);
   for (const isa of runnable) {
-    const child = runChild(new URL("./helpers/movement_operands.ts", import.meta.url), {
+    const child = runChild(new URL("./children/movement_child.ts", import.meta.url), {
       ZIGTENSOR_ISA: isa,
     });
     assert.equal(child.status, 0, child.stderr);

@@ -8,6 +8,7 @@ import {
   referenceToBlocked,
 } from "../src/kernels/layout.ts";
 import { firstDifference, NativeBlock, Random, randomLayout, sizeOf } from "./helpers/movement_operands.ts";
+import { native } from "../src/native/library.ts";
 
 type Layout = { offset: number; strides: number[]; capacity: number };
 
@@ -126,8 +127,13 @@ test("large conversions take the threaded path", () => {
   const shape = [2, 37, 48, 64];
   for (const blockSize of [8, 16]) {
     for (const threads of [1, 4]) {
+      // The pool's job counter proves which path ran: no job with one thread, jobs with four.
+      const before = native.zt_thread_jobs();
       roundTrip(random, shape, blockSize, 4, nchw(shape), nhwc(shape), threads);
       roundTrip(random, shape, blockSize, 2, nhwc(shape), nchw(shape), threads);
+      const jobs = native.zt_thread_jobs() - before;
+      if (threads === 1) assert.equal(jobs, 0, `block ${blockSize}: one thread ran a pool job`);
+      else assert.ok(jobs >= 4, `block ${blockSize}: ${jobs} pool jobs for four conversions`);
     }
   }
 });

@@ -182,7 +182,7 @@ for (const mode of ["exact", "fast"] as const) {
   });
 }
 
-test("the LayerNorm record saves x̂ and rstd as owned slots plus the weight, eps in floats", () => {
+test("the LayerNorm record saves x̂ and rstd as owned slots plus the weight, eps as an attribute", () => {
   using _ = new ActivationScope();
   const x = Tensor.randn([2, 3], { seed: 1 }).withRequiresGrad();
   const w = Tensor.randn([3], { seed: 2 });
@@ -190,8 +190,7 @@ test("the LayerNorm record saves x̂ and rstd as owned slots plus the weight, ep
   const y = ops.layerNorm(x, [3], { weight: w, bias: b, eps: 0.5 });
   const r = y.gradFn!;
   assert.equal(r.op, "LayerNorm");
-  assert.deepEqual([...r.ints], [1, 1, 1]);
-  assert.deepEqual([...r.floats], [0.5]);
+  assert.deepEqual(r.attrs, { normalizedAxes: 1, hasWeight: true, hasBias: true, eps: 0.5 });
   assert.deepEqual(r.inputs.map((i) => i.node), [x.leaf, null, b.leaf]);
   const [xhat, rstd, weight] = [0, 1, 2].map((i) => r.savedTensor(i));
   assert.deepEqual(r.owned.map((t) => t.storage), [xhat.storage, rstd.storage]);
@@ -223,7 +222,7 @@ test("the output of a normalization without weight and bias is slot 0 and surviv
   assert.throws(() => ops.sum(z).backward(), (e: Error) => e.name === "TensorVersionError");
 });
 
-test("the BatchNorm record keeps training, weight and bias flags in ints and eps, momentum in floats", () => {
+test("the BatchNorm record keeps training, weight and bias flags, eps and momentum as attributes", () => {
   using _ = new ActivationScope();
   const x = Tensor.randn([4, 2, 3], { seed: 5 }).withRequiresGrad();
   const w = Tensor.ones([2]).withRequiresGrad();
@@ -234,15 +233,25 @@ test("the BatchNorm record keeps training, weight and bias flags in ints and eps
   })
     .gradFn!;
   assert.equal(train.op, "BatchNorm");
-  assert.deepEqual([...train.ints], [1, 1, 0]);
-  assert.deepEqual([...train.floats], [1e-5, 0.3]);
+  assert.deepEqual(train.attrs, {
+    training: true,
+    hasWeight: true,
+    hasBias: false,
+    eps: 1e-5,
+    momentum: 0.3,
+  });
   assert.deepEqual(train.inputs.map((i) => i.node), [x.leaf, w.leaf]);
   assert.deepEqual([...train.savedTensor(1).shape], [1, 2, 1]);
   assert.equal(train.savedTensor(2).storage, w.storage);
   assert.equal(train.owned.length, 2);
   const evaluation = ops.batchNorm(x, Tensor.zeros([2]), Tensor.ones([2]), { eps: 0.1 }).gradFn!;
-  assert.deepEqual([...evaluation.ints], [0, 0, 0]);
-  assert.deepEqual([...evaluation.floats], [0.1, 0.1]);
+  assert.deepEqual(evaluation.attrs, {
+    training: false,
+    hasWeight: false,
+    hasBias: false,
+    eps: 0.1,
+    momentum: 0.1,
+  });
   const rstd = evaluation.savedTensor(1).toArray() as Float32Array;
   const f = Math.fround;
   const expected = f(1 / f(Math.sqrt(f(1 + f(0.1)))));

@@ -21,6 +21,8 @@ tasks: u32 = 0,
 next: std.atomic.Value(u32) = .init(0),
 /// Workers that have not yet finished the current job.
 pending: std.atomic.Value(u32) = .init(0),
+/// Jobs run with helper threads since load (what tests read to know the threaded path ran).
+jobs: std.atomic.Value(u32) = .init(0),
 
 fn io() Io {
     return Io.Threaded.global_single_threaded.io();
@@ -48,6 +50,7 @@ pub fn parallelFor(pool: *ThreadPool, context: *anyopaque, tasks: u32, threads: 
     pool.next.store(0, .monotonic);
     const job = (pool.state.load(.monotonic) >> 8) +% 1;
     pool.pending.store(helpers, .monotonic);
+    _ = pool.jobs.fetchAdd(1, .monotonic);
     pool.state.store((job << 8) | helpers, .release);
     io().futexWake(u32, &pool.state.raw, std.math.maxInt(u32));
     pool.drain();

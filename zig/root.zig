@@ -199,6 +199,11 @@ export fn zt_bench_stream_add_f32(out: *anyopaque, a: *const anyopaque, b: *cons
 
 /// Overwrites `count` bytes after the first `bytes` bytes of a block with 0x5A, as a kernel that ran past
 /// the end would; for the CHECKED canary tests (the caller keeps `count` within the 64 canary bytes).
+/// Tests only: how many jobs the thread pool has run with helper threads since load.
+export fn zt_thread_jobs() u32 {
+    return ThreadPool.global.jobs.load(.monotonic);
+}
+
 export fn zt_test_write_past_end(ptr: *anyopaque, bytes: u32, count: u32) void {
     const base: [*]u8 = @ptrCast(ptr);
     @memset(base[bytes..][0..count], 0x5A);

@@ -5,6 +5,7 @@ comptime {
     _ = @import("memory/BufferPool.zig");
     _ = @import("memory/Arena.zig");
     _ = @import("kernels/rows.zig");
+    _ = @import("kernels/ops.zig");
     _ = @import("kernels/elementwise.zig");
     _ = @import("kernels/math.zig");
     _ = @import("kernels/unary.zig");

@@ -6,7 +6,9 @@
  *
  * @module
  */
-import { computeSettings, kernels, runBackwardRule } from "../context.ts";
+import { DType } from "../core/dtype.ts";
+import { runBackwardRule } from "../context.ts";
+import { addInto, binaryKernel } from "../ops/elementwise.ts";
 import { formatShape } from "../core/shape.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { BinaryOp } from "../kernels/types.ts";
@@ -45,29 +47,7 @@ function accumulate(leaf: LeafNode, g: Tensor): void {
     leaf.grad = g.clone();
     return;
   }
-  const grad = leaf.grad;
-  kernels().binary(
-    BinaryOp.Add,
-    grad.shape,
-    grad.operand("backward"),
-    grad.operand("backward"),
-    g.operand("backward"),
-    computeSettings(),
-  );
-  grad.storage.bumpVersion();
-}
-
-function addGradients(a: Tensor, b: Tensor): Tensor {
-  const out = allocate("backward", a.shape, 1, false, { scoped: true });
-  kernels().binary(
-    BinaryOp.Add,
-    a.shape,
-    out.operand("backward"),
-    a.operand("backward"),
-    b.operand("backward"),
-    computeSettings(),
-  );
-  return out;
+  addInto("backward", leaf.grad, g);
 }
 
 /** `root.backward(grad)`: a scalar root needs no `grad`; otherwise `grad` has the root's shape. */
@@ -100,7 +80,7 @@ export function backward(root: Tensor, grad?: Tensor): void {
     );
   }
   using _scope = new ActivationScope();
-  const seed = grad ?? allocate("backward", root.shape, 1, false, { scoped: true });
+  const seed = grad ?? allocate("backward", root.shape, DType.F32, false, { scoped: true });
   if (grad === undefined) seed.fill(1);
   if (start instanceof LeafNode) {
     accumulate(start, seed);
@@ -123,7 +103,9 @@ export function backward(root: Tensor, grad?: Tensor): void {
       const previous = grads.get(node);
       grads.set(
         node,
-        previous === undefined ? gi : runBackwardRule(record.settings, () => addGradients(previous, gi)),
+        previous === undefined
+          ? gi
+          : runBackwardRule(record.settings, () => binaryKernel("backward", BinaryOp.Add, previous, gi)),
       );
     });
   }

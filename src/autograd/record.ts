@@ -7,46 +7,13 @@
  * @module
  */
 import type { DType } from "../core/dtype.ts";
-import { TensorVersionError } from "../core/errors.ts";
+import { BackwardNotImplementedError, TensorVersionError } from "../core/errors.ts";
+import { type OpDefinition, type OpName, OPS, type RecordKind } from "../core/op_table.ts";
 import { type ComputeSnapshot, computeSnapshot, gradEnabled } from "../context.ts";
-import type { Tensor } from "../tensor.ts";
+import { attachRecord, type Tensor } from "../tensor.ts";
 
-/** The operations that record, named as in the spec's table and autograd.md. */
-export type OpKind =
-  | "Add"
-  | "Sub"
-  | "Mul"
-  | "Div"
-  | "Neg"
-  | "Relu"
-  | "MatMul"
-  | "MaxPool2d"
-  | "Cast"
-  | "Slice"
-  | "Permute"
-  | "Reshape"
-  | "Expand"
-  | "Flip"
-  | "Select"
-  | "Exp"
-  | "Log"
-  | "Sqrt"
-  | "Tanh"
-  | "Sigmoid"
-  | "Gelu"
-  | "Sum"
-  | "Mean"
-  | "Max"
-  | "Softmax"
-  | "LogSoftmax"
-  | "Concat"
-  | "LayerNorm"
-  | "BatchNorm"
-  | "Conv2d"
-  | "AvgPool2d"
-  | "Embedding"
-  | "NllLoss"
-  | "CtcLoss";
+/** The operations that record, named as in the spec's table and autograd.md; derived from the op table. */
+export type OpKind = RecordKind;
 
 /** A gradient leaf: where `backward()` accumulates the gradient of a tensor made by `withRequiresGrad()`. */
 export class LeafNode {
@@ -97,8 +64,64 @@ export class SavedTensor {
   }
 }
 
+/** Kernel, stride and padding of a 2-D window, each [h, w]. */
+export interface WindowAttributes {
+  readonly kernel: readonly [number, number];
+  readonly stride: readonly [number, number];
+  readonly padding: readonly [number, number];
+}
+
+/** The reduced axes (normalized, sorted) and whether they were kept as extent 1. */
+export interface ReduceAttributes {
+  readonly axes: readonly number[];
+  readonly keepDims: boolean;
+}
+
+/** Which optional parameters a normalization had, and its epsilon. */
+export interface NormAttributes {
+  readonly hasWeight: boolean;
+  readonly hasBias: boolean;
+  readonly eps: number;
+}
+
+/**
+ * The named attributes each record kind keeps of how its op was called (spec 000 §8 says which tensors are
+ * saved; these are the rest). Kinds not listed keep none.
+ */
+export interface RecordAttributes {
+  Slice: { readonly axis: number; readonly start: number; readonly end: number; readonly step: number };
+  Permute: { readonly dims: readonly number[] };
+  Flip: { readonly axis: number };
+  Select: { readonly axis: number; readonly index: number };
+  Sum: ReduceAttributes;
+  Mean: ReduceAttributes;
+  Max: ReduceAttributes;
+  Min: ReduceAttributes;
+  Softmax: { readonly axis: number; readonly scale: number };
+  LogSoftmax: { readonly axis: number; readonly scale: number };
+  Concat: { readonly axis: number; readonly sizes: readonly number[] };
+  LayerNorm: NormAttributes & { readonly normalizedAxes: number };
+  BatchNorm: NormAttributes & { readonly training: boolean; readonly momentum: number };
+  Conv2d: WindowAttributes & { readonly dilation: readonly [number, number]; readonly groups: number };
+  AvgPool2d: WindowAttributes;
+  MaxPool2d: WindowAttributes;
+  NllLoss: { readonly ignoreIndex: number };
+  Embedding: { readonly paddingIdx: number };
+  CtcLoss: {
+    readonly blank: number;
+    /** 0 none, 1 mean, 2 sum. */
+    readonly reduction: number;
+    readonly zeroInfinity: boolean;
+    readonly sequences: readonly { readonly inputLength: number; readonly labels: readonly number[] }[];
+  };
+}
+
+/** The attributes of record kind `K` (none for a kind `RecordAttributes` does not list). */
+export type AttributesOf<K extends OpKind> = K extends keyof RecordAttributes ? RecordAttributes[K]
+  : Record<string, never>;
+
 /** The backward record of one operation. */
-export class BackwardRecord {
+export class BackwardRecord<K extends OpKind = OpKind> {
   /** Tensors the record created itself (indices, intermediates), freed by `release()`. */
   readonly owned: Tensor[];
   /** The compute settings of the forward pass; its backward rule runs under them. */
@@ -107,11 +130,11 @@ export class BackwardRecord {
 
   /** Internal: ops make records through `record()`. */
   constructor(
-    readonly op: OpKind,
+    readonly op: K,
     readonly inputs: readonly RecordInput[],
     readonly saved: readonly (SavedTensor | null)[],
-    readonly ints: readonly number[],
-    readonly floats: readonly number[],
+    /** The op's named attributes. */
+    readonly attrs: AttributesOf<K>,
     owned: Tensor[] = [],
   ) {
     this.owned = owned;
@@ -163,27 +186,59 @@ export function shouldRecord(...inputs: readonly Tensor[]): boolean {
   return gradEnabled();
 }
 
+/** What a record keeps besides its inputs: saved tensors, named attributes, tensors it owns. */
+export interface RecordParts<K extends OpKind> {
+  readonly saved?: readonly (Tensor | null)[];
+  readonly attrs?: AttributesOf<K>;
+  readonly owned?: Tensor[];
+}
+
 /** Attaches a record of `op` over `inputs` to `result` and returns `result`. */
-export function record(
+export function record<K extends OpKind>(
   result: Tensor,
-  op: OpKind,
+  op: K,
   inputs: readonly Tensor[],
-  parts: {
-    saved?: readonly (Tensor | null)[];
-    ints?: readonly number[];
-    floats?: readonly number[];
-    owned?: Tensor[];
-  } = {},
+  parts: RecordParts<K> = {},
 ): Tensor {
   const entries = inputs.map((t) => ({ node: nodeOf(t), shape: t.shape, dtype: t.dtype }));
   const saved = (parts.saved ?? []).map((t) => (t === null ? null : new SavedTensor(t)));
-  result.gradFn = new BackwardRecord(
-    op,
-    entries,
-    saved,
-    parts.ints ?? [],
-    parts.floats ?? [],
-    parts.owned ?? [],
-  );
+  const attrs = parts.attrs ?? ({} as AttributesOf<K>);
+  attachRecord(result, new BackwardRecord(op, entries, saved, attrs, parts.owned ?? []));
   return result;
+}
+
+/**
+ * Records `op` (an entry of the op table) over `inputs` on `result` when gradients are wanted, as the table
+ * says: under its record kind; not at all for a non-differentiable or composed op; and for a differentiable op
+ * without a backward rule, throws `BackwardNotImplementedError` (before any gradient can be wrong). Disposes
+ * `parts.owned` when it does not record.
+ */
+export function recordOp(
+  op: OpName,
+  result: Tensor,
+  inputs: readonly Tensor[],
+  parts: RecordParts<OpKind> = {},
+): Tensor {
+  return recordAs(op, OPS[op], result, inputs, parts);
+}
+
+/** `recordOp` for a definition given directly (`recordOp` passes the table's; tests pass their own). */
+export function recordAs(
+  op: string,
+  definition: OpDefinition,
+  result: Tensor,
+  inputs: readonly Tensor[],
+  parts: RecordParts<OpKind> = {},
+): Tensor {
+  const grad = definition.grad;
+  if (!shouldRecord(...inputs) || grad === "none" || grad === "composed") {
+    for (const t of parts.owned ?? []) t.dispose();
+    return result;
+  }
+  if (grad === "missing") {
+    for (const t of parts.owned ?? []) t.dispose();
+    result.dispose();
+    throw new BackwardNotImplementedError(op);
+  }
+  return record(result, grad.record as RecordKind, inputs, parts);
 }

@@ -5,10 +5,10 @@
  *
  * @module
  */
-import type { DType } from "../core/dtype.ts";
+import { DType } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
-import { add, div, eq, gt, mul, neg, sub } from "../ops/elementwise.ts";
+import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
 import { mean, sum } from "../ops/reduce.ts";
 import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
@@ -19,7 +19,10 @@ import { ctcLossBackward } from "../ops/sequence.ts";
 import type { BackwardRecord, OpKind } from "./record.ts";
 
 /** The gradients of a record's inputs from the gradient of its output. */
-export type BackwardRule = (record: BackwardRecord, g: Tensor) => (Tensor | null)[];
+export type BackwardRule<K extends OpKind = OpKind> = (
+  record: BackwardRecord<K>,
+  g: Tensor,
+) => (Tensor | null)[];
 
 /** Sums `g` down to `shape` over the axes broadcasting stretched (leading axes, and extent-1 axes). */
 export function sumToShape(g: Tensor, shape: readonly number[]): Tensor {
@@ -35,28 +38,29 @@ export function sumToShape(g: Tensor, shape: readonly number[]): Tensor {
 
 /** Zeros of `shape` with `g` written into the region `region` picks out of them. */
 function scatterInto(shape: readonly number[], g: Tensor, region: (zeros: Tensor) => Tensor): Tensor {
-  const zeros = allocate("backward", shape, 1, true, { scoped: true });
+  const zeros = allocate("backward", shape, DType.F32, true, { scoped: true });
   copyInto(region(zeros), g);
   return zeros;
 }
 
 /** `mask` (Bool) as 0/1 F32. */
 function asFloat(mask: Tensor): Tensor {
-  return cast(mask, 1 as DType);
+  return cast(mask, DType.F32);
 }
 
 /** A keepDims-shaped view of a reduction's gradient, for broadcasting back over the input. */
-function keptGradient(record: BackwardRecord, g: Tensor): Tensor {
-  const [keepDims, ...axes] = record.ints;
-  if (keepDims === 1) return g;
+function keptGradient(record: BackwardRecord<"Sum" | "Mean" | "Max" | "Min">, g: Tensor): Tensor {
+  const { keepDims, axes } = record.attrs;
+  if (keepDims) return g;
   const shape = record.inputShape(0).map((extent, i) => (axes.includes(i) ? 1 : extent));
   return reshape(g, shape);
 }
 
 const GELU_C = Math.sqrt(2 / Math.PI);
 const GELU_A = 0.044715;
+const TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.PI);
 
-const rules: Record<OpKind, BackwardRule> = {
+const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   // d(a + b) = g, summed to each input's shape.
   Add: (
     r,
@@ -105,13 +109,13 @@ const rules: Record<OpKind, BackwardRule> = {
   Cast: (r, g) => [g.dtype === r.inputDType(0) ? g : cast(g, r.inputDType(0))],
   // Zeros of the input shape with g written into the slice.
   Slice: (r, g) => {
-    const [axis, start, end, step] = r.ints;
+    const { axis, start, end, step } = r.attrs;
     return [scatterInto(r.inputShape(0), g, (z) => slice(z, axis, start, end, step))];
   },
   // The inverse permutation.
   Permute: (r, g) => {
-    const inverse = new Array<number>(r.ints.length);
-    r.ints.forEach((d, i) => (inverse[d] = i));
+    const inverse = new Array<number>(r.attrs.dims.length);
+    r.attrs.dims.forEach((d, i) => (inverse[d] = i));
     return [permute(g, inverse)];
   },
   // g reshaped to the input shape.
@@ -119,9 +123,9 @@ const rules: Record<OpKind, BackwardRule> = {
   // g summed down to the input shape.
   Expand: (r, g) => [sumToShape(g, r.inputShape(0))],
   // g flipped back.
-  Flip: (r, g) => [flip(g, r.ints[0])],
+  Flip: (r, g) => [flip(g, r.attrs.axis)],
   // Zeros of the input shape with g written at the index.
-  Select: (r, g) => [scatterInto(r.inputShape(0), g, (z) => select(z, r.ints[0], r.ints[1]))],
+  Select: (r, g) => [scatterInto(r.inputShape(0), g, (z) => select(z, r.attrs.axis, r.attrs.index))],
   // d eˣ = g·eˣ (the saved output).
   Exp: (r, g) => [mul(g, r.savedTensor(0))],
   // d ln x = g/x.
@@ -151,35 +155,61 @@ const rules: Record<OpKind, BackwardRule> = {
   Sum: (r, g) => [expand(keptGradient(r, g), r.inputShape(0))],
   // g/count broadcast back over the reduced axes.
   Mean: (r, g) => {
-    const [, ...axes] = r.ints;
-    const count = axes.reduce((n, a) => n * r.inputShape(0)[a], 1);
+    const count = r.attrs.axes.reduce((n, a) => n * r.inputShape(0)[a], 1);
     return [expand(div(keptGradient(r, g), count), r.inputShape(0))];
   },
   // g shared among the positions equal to the maximum.
-  Max: (r, g) => {
+  Max: (r, g) => maxBackward(r, g),
+  // The same for the minimum.
+  Min: (r, g) => maxBackward(r, g),
+  // d|x| = g·sign(x), 0 at 0 (slot 0: x).
+  Abs: (r, g) => {
     const x = r.savedTensor(0);
-    const y = keptGradient(r, r.savedTensor(1));
-    const [, ...axes] = r.ints;
-    const mask = asFloat(eq(x, y));
-    const ties = sum(mask, axes, { keepDims: true });
-    return [mul(mask, div(keptGradient(r, g), ties))];
+    return [mul(g, sub(asFloat(gt(x, 0)), asFloat(lt(x, 0))))];
+  },
+  // d erf x = g·(2/√π)·e^(−x²) (slot 0: x).
+  Erf: (r, g) => {
+    const x = r.savedTensor(0);
+    return [mul(g, mul(exp(neg(mul(x, x))), TWO_OVER_SQRT_PI))];
+  },
+  // d max(a, b): g to the larger side, half to each at a tie (slots: a, b).
+  Maximum: (r, g) => tieSplit(r, g, gt),
+  // d min(a, b): g to the smaller side, half to each at a tie.
+  Minimum: (r, g) => tieSplit(r, g, lt),
+  // d aᵇ: da = g·b·aᵇ⁻¹ (0 where b = 0), db = g·aᵇ·ln a (0 where a = 0 and b ≥ 0), as PyTorch (slots: a, b).
+  Pow: (r, g) => {
+    const a = r.savedTensor(0);
+    const b = r.savedTensor(1);
+    let da: Tensor | null = null;
+    if (r.needsGrad(0)) {
+      // b − 1 + [b = 0] keeps aᵇ⁻¹ finite where b = 0, and the factor b makes that term 0.
+      const slope = mul(b, pow(a, add(sub(b, 1), asFloat(eq(b, 0)))));
+      da = sumToShape(mul(g, slope), r.inputShape(0));
+    }
+    let db: Tensor | null = null;
+    if (r.needsGrad(1)) {
+      // ln(a + [a = 0]) is 0 where a = 0; aᵇ there is 0 for b > 0 and 1 for b = 0, so the term is 0.
+      const logA = log(add(a, asFloat(eq(a, 0))));
+      db = sumToShape(mul(g, mul(pow(a, b), logA)), r.inputShape(1));
+    }
+    return [da, db];
   },
   // dx = y·(g − Σ g·y), the sum over the softmax axis.
   Softmax: (r, g) => {
     const y = r.savedTensor(0);
-    const dot = sum(mul(g, y), r.ints[0], { keepDims: true });
+    const dot = sum(mul(g, y), r.attrs.axis, { keepDims: true });
     return [mul(y, sub(g, dot))];
   },
   // dx = g − eʸ·Σ g, the sum over the axis.
   LogSoftmax: (r, g) => {
     const y = r.savedTensor(0);
-    return [sub(g, mul(exp(y), sum(g, r.ints[0], { keepDims: true })))];
+    return [sub(g, mul(exp(y), sum(g, r.attrs.axis, { keepDims: true })))];
   },
   // −g/N at each row's target.
   NllLoss: (r, g) => [nllBackward(r, g)],
-  // Each input's gradient is its slice of g along the axis (ints: the axis, then each input's extent).
+  // Each input's gradient is its slice of g along the axis (attributes: the axis and each input's extent).
   Concat: (r, g) => {
-    const [axis, ...sizes] = r.ints;
+    const { axis, sizes } = r.attrs;
     let start = 0;
     return sizes.map((size, i) => {
       start += size;
@@ -190,7 +220,7 @@ const rules: Record<OpKind, BackwardRule> = {
   // dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)); dw = Σ g·x̂ and db = Σ g over the leading axes.
   LayerNorm: (r, g) => {
     const rank = r.inputShape(0).length;
-    const k = r.ints[0];
+    const k = r.attrs.normalizedAxes;
     const normalized = Array.from({ length: k }, (_, i) => rank - k + i);
     const leading = Array.from({ length: rank - k }, (_, i) => i);
     return normBackward(r, g, { normalized, leading, centered: true, weightView: (w) => w });
@@ -203,7 +233,7 @@ const rules: Record<OpKind, BackwardRule> = {
     return normBackward(r, g, {
       normalized: axes,
       leading: axes,
-      centered: r.ints[0] === 1,
+      centered: r.attrs.training,
       weightView: (w) => reshape(w, [w.shape[0], ...new Array<number>(rank - 2).fill(1)]),
     });
   },
@@ -211,10 +241,10 @@ const rules: Record<OpKind, BackwardRule> = {
   Conv2d: (r, g) => conv2dBackward(r, g),
   // Each output's gradient, divided by KH·KW, is added back over its window (col2im of a broadcast view).
   AvgPool2d: (r, g) => {
-    const [kh, kw, sh, sw, ph, pw] = r.ints;
+    const { kernel: [kh, kw], stride, padding } = r.attrs;
     const input = r.inputShape(0);
     const [n, c, oh, ow] = g.shape;
-    const geometry = windowGeometry([kh, kw], [sh, sw], [ph, pw], [1, 1], [oh, ow]);
+    const geometry = windowGeometry([kh, kw], [...stride], [...padding], [1, 1], [oh, ow]);
     const scaled = div(g, kh * kw);
     const s = scaled.strides;
     const windows = viewOf(scaled, {
@@ -227,10 +257,30 @@ const rules: Record<OpKind, BackwardRule> = {
   // Each looked-up row's gradient is added to its table row, in lookup order, except the padding row's.
   Embedding: (r, g) => [embeddingBackward(r, g)],
   // d(−log p)/d lp[t, n, c] = −Σ_{s: l′ₛ = c} α_t(s)·β_t(s) / (y_t(c)·p), by forward-backward in f64, times
-  // the reduction factor and g (slot 0: the log-probabilities; ints: blank, reduction, zeroInfinity, lengths,
-  // labels).
-  CtcLoss: (r, g) => [ctcLossBackward(r.savedTensor(0), r.ints, Array.from(g.toArray() as Float32Array))],
+  // the reduction factor and g (slot 0: the log-probabilities; attributes: blank, reduction, zeroInfinity and
+  // each sequence's input length and labels).
+  CtcLoss: (r, g) => [ctcLossBackward(r.savedTensor(0), r.attrs, Array.from(g.toArray() as Float32Array))],
 };
+
+/** g shared among the positions equal to the extremum (Max and Min; slots: input, output). */
+function maxBackward(r: BackwardRecord<"Max" | "Min">, g: Tensor): (Tensor | null)[] {
+  const x = r.savedTensor(0);
+  const y = keptGradient(r, r.savedTensor(1));
+  const mask = asFloat(eq(x, y));
+  const ties = sum(mask, r.attrs.axes, { keepDims: true });
+  return [mul(mask, div(keptGradient(r, g), ties))];
+}
+
+/** The gradients of max(a, b) (`wins` = gt) or min(a, b) (`wins` = lt): g where a wins, half at ties. */
+function tieSplit(r: BackwardRecord, g: Tensor, wins: (a: Tensor, b: Tensor) => Tensor): (Tensor | null)[] {
+  const a = r.savedTensor(0);
+  const b = r.savedTensor(1);
+  const half = mul(asFloat(eq(a, b)), 0.5);
+  return [
+    r.needsGrad(0) ? sumToShape(mul(g, add(asFloat(wins(a, b)), half)), r.inputShape(0)) : null,
+    r.needsGrad(1) ? sumToShape(mul(g, add(asFloat(wins(b, a)), half)), r.inputShape(1)) : null,
+  ];
+}
 
 function windowGeometry(
   kernel: [number, number],
@@ -253,14 +303,18 @@ interface NormAxes {
   readonly weightView: (weight: Tensor) => Tensor;
 }
 
-/** The gradients of [x, weight?, bias?] of a LayerNorm or BatchNorm record (ints 1 and 2: has weight, bias). */
-function normBackward(r: BackwardRecord, g: Tensor, axes: NormAxes): (Tensor | null)[] {
-  const [, hasWeight, hasBias] = r.ints;
+/** The gradients of [x, weight?, bias?] of a LayerNorm or BatchNorm record. */
+function normBackward(
+  r: BackwardRecord<"LayerNorm" | "BatchNorm">,
+  g: Tensor,
+  axes: NormAxes,
+): (Tensor | null)[] {
+  const { hasWeight, hasBias } = r.attrs;
   const xhat = r.savedTensor(0);
   const grads: (Tensor | null)[] = [null];
   if (r.needsGrad(0)) {
     const rstd = r.savedTensor(1);
-    const gh = hasWeight === 1 ? mul(g, axes.weightView(r.savedTensor(2))) : g;
+    const gh = hasWeight ? mul(g, axes.weightView(r.savedTensor(2))) : g;
     if (axes.centered) {
       const keep = { keepDims: true };
       const spread = sub(
@@ -274,22 +328,22 @@ function normBackward(r: BackwardRecord, g: Tensor, axes: NormAxes): (Tensor | n
   }
   const reduceTo = (t: Tensor, shape: readonly number[]) =>
     reshape(axes.leading.length === 0 ? t : sum(t, axes.leading), shape);
-  if (hasWeight === 1) grads.push(r.needsGrad(1) ? reduceTo(mul(g, xhat), r.inputShape(1)) : null);
-  if (hasBias === 1) {
+  if (hasWeight) grads.push(r.needsGrad(1) ? reduceTo(mul(g, xhat), r.inputShape(1)) : null);
+  if (hasBias) {
     const i = grads.length;
     grads.push(r.needsGrad(i) ? reduceTo(g, r.inputShape(i)) : null);
   }
   return grads;
 }
 
-function conv2dBackward(r: BackwardRecord, g: Tensor): (Tensor | null)[] {
-  const [kh, kw, sh, sw, ph, pw, dh, dw, groups] = r.ints;
+function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)[] {
+  const { kernel: [kh, kw], stride, padding, dilation, groups } = r.attrs;
   const input = r.inputShape(0);
   const weightShape = r.inputShape(1);
   const [n, c] = input;
   const [o, cg] = weightShape;
   const [oh, ow] = g.shape.slice(2);
-  const geometry = windowGeometry([kh, kw], [sh, sw], [ph, pw], [dh, dw], [oh, ow]);
+  const geometry = windowGeometry([kh, kw], [...stride], [...padding], [...dilation], [oh, ow]);
   const k = cg * kh * kw;
   const grouped = reshape(g, [n, groups, o / groups, oh * ow]);
   let dx: Tensor | null = null;
@@ -308,11 +362,11 @@ function conv2dBackward(r: BackwardRecord, g: Tensor): (Tensor | null)[] {
   return [dx, dWeight, r.needsGrad(2) ? sum(g, [0, 2, 3]) : null];
 }
 
-function embeddingBackward(r: BackwardRecord, g: Tensor): Tensor {
+function embeddingBackward(r: BackwardRecord<"Embedding">, g: Tensor): Tensor {
   const [rows, dim] = r.inputShape(0);
-  const skip = r.ints[0];
+  const skip = r.attrs.paddingIdx;
   const ids = Array.from(r.savedTensor(0).toArray() as ArrayLike<number | bigint>, Number);
-  const grad = allocate("backward", [rows, dim], 1, true, { scoped: true });
+  const grad = allocate("backward", [rows, dim], DType.F32, true, { scoped: true });
   const out = grad.data() as Float32Array;
   const values = g.toArray() as Float32Array;
   ids.forEach((id, i) => {
@@ -324,7 +378,7 @@ function embeddingBackward(r: BackwardRecord, g: Tensor): Tensor {
 
 function maxPoolBackward(r: BackwardRecord, g: Tensor): Tensor {
   const indices = r.savedTensor(0).toArray() as Int32Array;
-  const grad = allocate("backward", r.inputShape(0), 1, true, { scoped: true });
+  const grad = allocate("backward", r.inputShape(0), DType.F32, true, { scoped: true });
   const values = g.toArray() as Float32Array;
   const out = grad.data() as Float32Array;
   for (let i = 0; i < indices.length; i++) out[indices[i]] = Math.fround(out[indices[i]] + values[i]);
@@ -334,7 +388,7 @@ function maxPoolBackward(r: BackwardRecord, g: Tensor): Tensor {
 function nllBackward(r: BackwardRecord, g: Tensor): Tensor {
   const [rows, classes] = r.inputShape(0);
   const targets = Array.from(r.savedTensor(0).toArray() as ArrayLike<number | bigint>, Number);
-  const grad = allocate("backward", [rows, classes], 1, true, { scoped: true });
+  const grad = allocate("backward", [rows, classes], DType.F32, true, { scoped: true });
   const out = grad.data() as Float32Array;
   const scale = -(g.item() as number) / rows;
   targets.forEach((t, i) => (out[i * classes + t] = scale));
@@ -343,7 +397,7 @@ function nllBackward(r: BackwardRecord, g: Tensor): Tensor {
 
 /** The rule of `record`, with a check that each gradient has its input's shape. */
 export function runRule(record: BackwardRecord, g: Tensor): (Tensor | null)[] {
-  const grads = rules[record.op](record, g);
+  const grads = (rules[record.op] as BackwardRule)(record, g);
   grads.forEach((grad, i) => {
     const shape = record.inputShape(i);
     if (grad !== null && (grad.rank !== shape.length || grad.shape.some((e, d) => e !== shape[d]))) {

@@ -10,7 +10,7 @@ import { DTypeError, OptionError } from "./errors.ts";
 import { describe } from "../options.ts";
 import type { DTypeInfo, TypedArray } from "./dtype.ts";
 import { bf16BitsToF32, f16BitsToF32 } from "./convert.ts";
-import { encodeValue } from "../kernels/cast.ts";
+import { encodeValue } from "./cast_rules.ts";
 
 /** A JS value an element reads as: a number, or a bigint for I64/U64. */
 export type ElementValue = number | bigint;

@@ -195,6 +195,34 @@ export class BufferOverrunError extends Error {
   }
 }
 
+/**
+ * A differentiable operation was asked for a gradient (gradient mode on, an input requiring gradients) but has
+ * no backward rule yet. Thrown by the forward call, so that no gradient is ever silently wrong; run the op
+ * under `GradMode.noGrad` or on detached inputs to use it without gradients.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { BackwardNotImplementedError } from "@zigtensor/zigtensor";
+ * const error = new BackwardNotImplementedError("cumsum");
+ * assert.ok(error.op === "cumsum" && error.message.includes("no backward rule"));
+ * ```
+ */
+export class BackwardNotImplementedError extends Error {
+  /** The operation without a backward rule. */
+  readonly op: string;
+
+  constructor(op: string, options?: ErrorOptions) {
+    super(
+      `${op}: no backward rule yet, and an input requires gradients; call it under GradMode.noGrad or on ` +
+        `detached inputs`,
+      options,
+    );
+    this.name = "BackwardNotImplementedError";
+    this.op = op;
+  }
+}
+
 /** The defects a tensor file can have, each named by `TensorFileError.defect`. */
 export type TensorFileDefect =
   /** The file does not start with its format's magic bytes. */

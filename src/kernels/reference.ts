@@ -23,16 +23,17 @@
  * @module
  */
 import { referenceMatMul } from "./matmul.ts";
-import type {
-  BinaryOp,
-  ComputeSettings,
-  KernelOperand,
-  Pool2dParams,
+import {
+  type BinaryOp,
+  type ComputeSettings,
+  type KernelOperand,
+  type Pool2dParams,
   ReduceOp,
   SoftmaxOp,
-  TensorKernels,
-  UnaryOp,
+  type TensorKernels,
+  type UnaryOp,
 } from "./types.ts";
+import { kernelEntries, type KernelFamily } from "../core/op_table.ts";
 
 /** √(2/π) and the cubic coefficient of the tanh form of GELU, as f64. */
 const GELU_C = 0.7978845608028654;
@@ -122,36 +123,44 @@ function minOf(x: number, y: number): number {
   return Object.is(x, 0) ? y : x;
 }
 
-/** Binary functions by `BinaryOp` code; the f32 rounding happens in the store. */
-const BINARY: readonly ((x: number, y: number) => number)[] = [
-  (x, y) => x + y,
-  (x, y) => x - y,
-  (x, y) => x * y,
-  (x, y) => x / y,
-  maxOf,
-  minOf,
-  pow64,
-  (x, y) => x === y ? 1 : 0,
-  (x, y) => x !== y ? 1 : 0,
-  (x, y) => x < y ? 1 : 0,
-  (x, y) => x <= y ? 1 : 0,
-  (x, y) => x > y ? 1 : 0,
-  (x, y) => x >= y ? 1 : 0,
-];
+/** Binary functions by kernel name (a missing or extra one is a type error); the f32 rounding happens in the store. */
+const BINARY_BY_NAME: Record<keyof typeof BinaryOp, (x: number, y: number) => number> = {
+  Add: (x, y) => x + y,
+  Sub: (x, y) => x - y,
+  Mul: (x, y) => x * y,
+  Div: (x, y) => x / y,
+  Max: maxOf,
+  Min: minOf,
+  Pow: pow64,
+  Eq: (x, y) => x === y ? 1 : 0,
+  Ne: (x, y) => x !== y ? 1 : 0,
+  Lt: (x, y) => x < y ? 1 : 0,
+  Le: (x, y) => x <= y ? 1 : 0,
+  Gt: (x, y) => x > y ? 1 : 0,
+  Ge: (x, y) => x >= y ? 1 : 0,
+};
 
-/** Unary functions by `UnaryOp` code; the f32 rounding happens in the store. */
-const UNARY: readonly ((x: number) => number)[] = [
-  (x) => -x,
-  Math.abs,
-  (x) => x > 0 ? x : x !== x ? x : 0,
-  Math.exp,
-  Math.log,
-  Math.sqrt,
-  Math.tanh,
-  (x) => 1 / (1 + Math.exp(-x)),
-  gelu64,
-  erf64,
-];
+/** Unary functions by kernel name; the f32 rounding happens in the store. */
+const UNARY_BY_NAME: Record<keyof typeof UnaryOp, (x: number) => number> = {
+  Neg: (x) => -x,
+  Abs: Math.abs,
+  Relu: (x) => x > 0 ? x : x !== x ? x : 0,
+  Exp: Math.exp,
+  Log: Math.log,
+  Sqrt: Math.sqrt,
+  Tanh: Math.tanh,
+  Sigmoid: (x) => 1 / (1 + Math.exp(-x)),
+  Gelu: gelu64,
+  Erf: erf64,
+};
+
+/** `byName` as an array indexed by the op table's codes of `family`. */
+function byCode<F>(family: KernelFamily, byName: Record<string, F>): readonly F[] {
+  return kernelEntries(family).map(({ kernel }) => byName[kernel.name]);
+}
+
+const BINARY = byCode("binary", BINARY_BY_NAME);
+const UNARY = byCode("unary", UNARY_BY_NAME);
 
 interface Strided {
   readonly offset: number;
@@ -226,17 +235,17 @@ function reduceOne(
 ): number {
   const inner: Strided = { offset: base, strides };
   switch (op) {
-    case 0:
-    case 1: {
+    case ReduceOp.Sum:
+    case ReduceOp.Mean: {
       let sum = 0;
       walk(reduced, (j) => {
         sum += x[j];
       }, inner);
-      return op === 0 ? sum : sum / count;
+      return op === ReduceOp.Sum ? sum : sum / count;
     }
-    case 2:
-    case 3: {
-      let best = op === 2 ? -Infinity : Infinity;
+    case ReduceOp.Max:
+    case ReduceOp.Min: {
+      let best = op === ReduceOp.Max ? -Infinity : Infinity;
       let nan = false;
       walk(reduced, (j) => {
         const v = x[j];
@@ -244,7 +253,7 @@ function reduceOne(
         if (v !== v) {
           best = v;
           nan = true;
-        } else if (op === 2 ? v > best : v < best) {
+        } else if (op === ReduceOp.Max ? v > best : v < best) {
           best = v;
         }
       }, inner);
@@ -295,7 +304,7 @@ function softmaxRow(
   }
   let s = 0;
   for (let i = 0; i < len; i++) s += Math.exp(x[xOffset + i * xStride] - m);
-  if (op === 0) {
+  if (op === SoftmaxOp.Softmax) {
     for (let i = 0; i < len; i++) y[yOffset + i * yStride] = Math.exp(x[xOffset + i * xStride] - m) / s;
   } else {
     const logS = Math.log(s);
@@ -415,7 +424,7 @@ export const referenceKernels: TensorKernels = {
       shape.slice(0, kept),
       (i, base) => {
         const value = reduceOne(op, x, base, reduced, strides, count);
-        if (op === 4) (o as BigInt64Array)[i] = BigInt(value);
+        if (op === ReduceOp.ArgMax) (o as BigInt64Array)[i] = BigInt(value);
         else (o as Float32Array)[i] = value;
       },
       out,

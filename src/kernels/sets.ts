@@ -40,7 +40,7 @@ export const nativeKernels: KernelSet = {
   maxPool2d: nativeCompute.maxPool2d,
   copy: (elementBytes, shape, out, a, settings) => nativeCopy(elementBytes, shape, out, a, settings.threads),
   cast: (outDType, aDType, shape, out, a, settings) =>
-    nativeCast(outDType as DType, aDType as DType, shape, out, a, settings.threads),
+    nativeCast(outDType, aDType, shape, out, a, settings.threads),
   toBlocked: (shape, b, bytes, out, a, settings) =>
     nativeToBlocked(shape, b, bytes, out, a, settings.threads),
   fromBlocked: (shape, b, bytes, out, a, settings) =>
@@ -73,7 +73,7 @@ export const referenceKernels: KernelSet = {
   matMul: referenceCompute.matMul,
   maxPool2d: referenceCompute.maxPool2d,
   copy: (elementBytes, shape, out, a) => referenceCopy(elementBytes, shape, out, a),
-  cast: (outDType, aDType, shape, out, a) => referenceCast(outDType as DType, aDType as DType, shape, out, a),
+  cast: (outDType, aDType, shape, out, a) => referenceCast(outDType, aDType, shape, out, a),
   toBlocked: (shape, b, bytes, out, a) => referenceToBlocked(shape, b, bytes, out, a),
   fromBlocked: (shape, b, bytes, out, a) => referenceFromBlocked(shape, b, bytes, out, a),
   quantize: (format, blocks, out, a) => referenceQuantize(format as QuantFormat, blocks, out, a),

@@ -8,7 +8,8 @@
  * @module
  */
 import type { NativePointer } from "../native/symbols.ts";
-import type { TypedArray } from "../core/dtype.ts";
+import type { DType, TypedArray } from "../core/dtype.ts";
+import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table.ts";
 import type { OptimizerStepKernel } from "../optim/kernel.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
@@ -39,61 +40,21 @@ export interface ComputeSettings {
   readonly threads: number;
 }
 
-/** Binary element-wise operations; the codes are the native ones. Comparisons write Bool (0/1 bytes). */
-export const BinaryOp = {
-  Add: 0,
-  Sub: 1,
-  Mul: 2,
-  Div: 3,
-  /** NaN if either side is NaN, like `torch.maximum`. */
-  Max: 4,
-  Min: 5,
-  Pow: 6,
-  Eq: 7,
-  Ne: 8,
-  Lt: 9,
-  Le: 10,
-  Gt: 11,
-  Ge: 12,
-} as const;
-/** A binary kernel's operation code. */
-export type BinaryOp = (typeof BinaryOp)[keyof typeof BinaryOp];
+/** Binary element-wise operations by kernel name, their codes the native ones (from the op table, `src/core/op_table.ts`). Comparisons write Bool (0/1 bytes); Max and Min give NaN if either side is NaN, like `torch.maximum`. */
+export const BinaryOp: KernelCodes["binary"] = kernelCodes("binary");
+export type BinaryOp = KernelCode<"binary">;
 
-/** Unary element-wise operations; the codes are the native ones. */
-export const UnaryOp = {
-  Neg: 0,
-  Abs: 1,
-  Relu: 2,
-  Exp: 3,
-  Log: 4,
-  Sqrt: 5,
-  Tanh: 6,
-  Sigmoid: 7,
-  /** GELU, tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
-  Gelu: 8,
-  Erf: 9,
-} as const;
-/** A unary kernel's operation code. */
-export type UnaryOp = (typeof UnaryOp)[keyof typeof UnaryOp];
+/** Unary element-wise operations by kernel name (from the op table). GELU is the tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
+export const UnaryOp: KernelCodes["unary"] = kernelCodes("unary");
+export type UnaryOp = KernelCode<"unary">;
 
-/** Reductions; the codes are the native ones. ArgMax writes I64 indices. */
-export const ReduceOp = {
-  Sum: 0,
-  Mean: 1,
-  Max: 2,
-  Min: 3,
-  ArgMax: 4,
-} as const;
-/** A reduction kernel's operation code. */
-export type ReduceOp = (typeof ReduceOp)[keyof typeof ReduceOp];
+/** Reductions by kernel name (from the op table). ArgMax writes I64 indices. */
+export const ReduceOp: KernelCodes["reduce"] = kernelCodes("reduce");
+export type ReduceOp = KernelCode<"reduce">;
 
-/** Softmax family over the last axis; the codes are the native ones. */
-export const SoftmaxOp = {
-  Softmax: 0,
-  LogSoftmax: 1,
-} as const;
-/** A softmax kernel's operation code. */
-export type SoftmaxOp = (typeof SoftmaxOp)[keyof typeof SoftmaxOp];
+/** Softmax family over the last axis, by kernel name (from the op table). */
+export const SoftmaxOp: KernelCodes["softmax"] = kernelCodes("softmax");
+export type SoftmaxOp = KernelCode<"softmax">;
 
 /** Geometry of a 2-D max pooling over an NCHW input. */
 export interface Pool2dParams {
@@ -190,10 +151,10 @@ export interface MovementKernels {
     settings: ComputeSettings,
   ): void;
 
-  /** out = cast(a) over `shape` by the rules of spec 000 §10; dtypes are codes of `DType`. */
+  /** out = cast(a) over `shape` by the rules of spec 000 §10. */
   cast(
-    outDType: number,
-    aDType: number,
+    outDType: DType,
+    aDType: DType,
     shape: readonly number[],
     out: KernelOperand,
     a: KernelOperand,

@@ -7,14 +7,15 @@
  *
  * @module
  */
+import { DType } from "../core/dtype.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { checkInteger, checkOptions } from "../options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
-import { BinaryOp, ReduceOp } from "../kernels/types.ts";
+import { ReduceOp } from "../kernels/types.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { broadcastStrides, checkF32, newOutput } from "./elementwise.ts";
+import { addInto, checkF32, newOutput } from "./elementwise.ts";
 import { matmul } from "./linalg.ts";
 import { reshape, squeeze, unsqueeze, viewOf } from "./views.ts";
 import { copyElements } from "./copy.ts";
@@ -94,24 +95,11 @@ function interior(padded: Tensor, shape: readonly number[], padding: readonly [n
 function padSpatial(op: string, x: Tensor, padding: readonly [number, number]): Tensor {
   if (padding[0] === 0 && padding[1] === 0) return x;
   const [n, c, h, w] = x.shape;
-  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], 1, true, { scoped: true });
+  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], DType.F32, true, {
+    scoped: true,
+  });
   copyElements(op, interior(padded, x.shape, padding), x);
   return padded;
-}
-
-/** target += source in place, `source` broadcast to `target`'s shape; counts as a write to `target`. */
-export function addInto(op: string, target: Tensor, source: Tensor): void {
-  const settings = computeSettings();
-  const out = target.operand(op);
-  kernels().binary(
-    BinaryOp.Add,
-    target.shape,
-    out,
-    out,
-    source.operand(op, broadcastStrides(source, target.shape, op)),
-    settings,
-  );
-  target.storage.bumpVersion();
 }
 
 /**
@@ -130,7 +118,7 @@ export function unfold(op: string, x: Tensor, geometry: WindowGeometry): Tensor 
       [s[0], s[1], dilation[0] * s[2], dilation[1] * s[3], stride[0] * s[2], stride[1] * s[3]],
       padded.offset,
     );
-    const columns = allocate(op, windows.shape, 1, false, { scoped: true });
+    const columns = allocate(op, windows.shape, DType.F32, false, { scoped: true });
     copyElements(op, columns, windows);
     return columns;
   } finally {
@@ -151,7 +139,9 @@ export function fold(
 ): Tensor {
   const { kernel, stride, padding, dilation, output } = geometry;
   const [n, c, h, w] = inputShape;
-  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], 1, true, { scoped: true });
+  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], DType.F32, true, {
+    scoped: true,
+  });
   const s = padded.strides;
   const cs = columns.strides;
   const shape = [n, c, output[0], output[1]];
@@ -264,7 +254,7 @@ function convolve(
  * 2-D convolution (cross-correlation, as in PyTorch) of `x` [N, C, H, W] (or one image [C, H, W]) by `weight`
  * [O, C/groups, KH, KW], with an optional `bias` [O]. Output [N, O, OH, OW] with
  * `OH = floor((H + 2·padding − dilation·(KH − 1) − 1)/stride) + 1`. Records Conv2d: slot 0 the input (when
- * the weight needs a gradient), slot 1 the weight (when the input needs one); ints kernel, stride, padding,
+ * the weight needs a gradient), slot 1 the weight (when the input needs one); attributes kernel, stride, padding,
  * dilation (each h, w) and groups.
  *
  * @example
@@ -294,7 +284,7 @@ export function conv2d(x: Tensor, weight: Tensor, options?: Conv2dOptions): Tens
   const { kernel, stride, padding, dilation } = geometry;
   return record(y, "Conv2d", inputs, {
     saved: [weight.requiresGrad ? x : null, x.requiresGrad ? weight : null],
-    ints: [...kernel, ...stride, ...padding, ...dilation, x.shape[1] / weight.shape[1]],
+    attrs: { kernel, stride, padding, dilation, groups: x.shape[1] / weight.shape[1] },
   });
 }
 
@@ -325,7 +315,7 @@ function poolGeometry(op: string, x: Tensor, options: AvgPool2dOptions): WindowG
 /**
  * 2-D average pooling of `x` [N, C, H, W] (or [C, H, W]) with PyTorch's defaults: padding counts as zeros in
  * every window's average (`count_include_pad`), so each output divides by KH·KW; output extent
- * `floor((size + 2·padding − kernel)/stride) + 1`. Records AvgPool2d (ints kernel, stride, padding; nothing
+ * `floor((size + 2·padding − kernel)/stride) + 1`. Records AvgPool2d (attributes kernel, stride, padding; nothing
  * saved).
  *
  * @example
@@ -357,5 +347,5 @@ export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
     if (padded !== x) padded.dispose();
   }
   if (!shouldRecord(x)) return y;
-  return record(y, "AvgPool2d", [x], { ints: [...kernel, ...stride, ...padding] });
+  return record(y, "AvgPool2d", [x], { attrs: { kernel, stride, padding } });
 }

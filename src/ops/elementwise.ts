@@ -7,13 +7,14 @@
  */
 import { DTypeError, OptionError, StaleTensorError, TensorShapeError } from "../core/errors.ts";
 import { describe } from "../options.ts";
-import { dtypeInfo } from "../core/dtype.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { BinaryOp, UnaryOp } from "../kernels/types.ts";
-import { type OpKind, record, shouldRecord } from "../autograd/record.ts";
+import { recordOp, shouldRecord } from "../autograd/record.ts";
+import { kernelCode } from "../core/op_table.ts";
 
 /** A tensor operand or a number (an F32 scalar). */
 export type Operand = Tensor | number;
@@ -46,7 +47,7 @@ export function checkTensor(op: string, name: string, value: unknown): Tensor {
 export function checkF32(op: string, ...tensors: readonly Tensor[]): void {
   for (const t of tensors) {
     checkTensor(op, "an operand", t);
-    if (t.dtype !== 1 || t.blockSize > 0) {
+    if (t.dtype !== DType.F32 || t.blockSize > 0) {
       throw new DTypeError(
         op,
         `${op} computes on plain F32 tensors, got ${
@@ -80,7 +81,7 @@ export function checkParameter(
 
 /** A number as a rank-0 F32 tensor in the current scope. */
 function scalarOperand(value: number): Tensor {
-  const t = allocate("scalar", [], 1, false, { scoped: true });
+  const t = allocate("scalar", [], DType.F32, false, { scoped: true });
   (t.data() as Float32Array)[0] = value;
   return t;
 }
@@ -96,15 +97,37 @@ export function broadcastStrides(t: Tensor, shape: readonly number[], op: string
   return expandView(t, shape, op).strides;
 }
 
+/**
+ * target += source in place, `source` broadcast to `target`'s shape; counts as a write to `target`. The one
+ * in-place accumulation (convolution's fold, its bias, the engine's leaf gradients).
+ */
+export function addInto(op: string, target: Tensor, source: Tensor): void {
+  const settings = computeSettings();
+  const out = target.operand(op);
+  kernels().binary(
+    BinaryOp.Add,
+    target.shape,
+    out,
+    out,
+    source.operand(op, broadcastStrides(source, target.shape, op)),
+    settings,
+  );
+  target.storage.bumpVersion();
+}
+
 /** Allocates an F32 output of `shape` in the current scope. */
-export function newOutput(op: string, shape: readonly number[], dtype: 1 | 9 = 1): Tensor {
+export function newOutput(
+  op: string,
+  shape: readonly number[],
+  dtype: typeof DType.F32 | typeof DType.Bool = DType.F32,
+): Tensor {
   return allocate(op, shape, dtype, false, { scoped: true });
 }
 
 /** out = a (kind) b with broadcasting; the output is Bool for comparisons. */
 export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): Tensor {
   const shape = broadcastShapes(op, a.shape, b.shape);
-  const out = newOutput(op, shape, kind >= BinaryOp.Eq ? 9 : 1);
+  const out = newOutput(op, shape, kind >= BinaryOp.Eq ? DType.Bool : DType.F32);
   kernels().binary(
     kind,
     shape,
@@ -123,7 +146,41 @@ export function unaryKernel(op: string, kind: UnaryOp, a: Tensor): Tensor {
   return out;
 }
 
-function arithmetic(op: string, kind: BinaryOp, recordAs: OpKind, x: Operand, y: Operand): Tensor {
+/** The binary ops of the op table, by their name in `ops`. */
+type BinaryName =
+  | "add"
+  | "sub"
+  | "mul"
+  | "div"
+  | "maximum"
+  | "minimum"
+  | "pow"
+  | "eq"
+  | "ne"
+  | "lt"
+  | "le"
+  | "gt"
+  | "ge";
+
+/** The saved slots of each differentiable binary op (spec 000 §8), from its operands. */
+function binarySaves(op: BinaryName, a: Tensor, b: Tensor): (Tensor | null)[] {
+  switch (op) {
+    // Mul saves a for b's gradient and b for a's; Div saves a (if b needs a gradient) and always b.
+    case "mul":
+      return [b.requiresGrad ? a : null, a.requiresGrad ? b : null];
+    case "div":
+      return [b.requiresGrad ? a : null, b];
+    case "maximum":
+    case "minimum":
+    case "pow":
+      return [a, b];
+    default:
+      return [];
+  }
+}
+
+/** One binary op of the op table: its kernel through the seam, then its record as the table says. */
+function binary(op: BinaryName, x: Operand, y: Operand): Tensor {
   // Both operands are checked before either scalar is allocated, so a refused call allocates nothing.
   if (typeof x !== "number") checkF32(op, x);
   if (typeof y !== "number") checkF32(op, y);
@@ -131,19 +188,8 @@ function arithmetic(op: string, kind: BinaryOp, recordAs: OpKind, x: Operand, y:
   const b = asTensor(y);
   // Scalars made from numbers are temporaries: freed now, or owned by the record that may save them.
   const temporaries = [x === a ? null : a, y === b ? null : b].filter((t): t is Tensor => t !== null);
-  const out = binaryKernel(op, kind, a, b);
-  if (!shouldRecord(a, b)) {
-    for (const t of temporaries) t.dispose();
-    return out;
-  }
-  // Saved slots per spec 000 §8: Mul saves a for b's gradient and b for a's; Div saves a (if b needs a
-  // gradient) and always b.
-  const saved = recordAs === "Mul"
-    ? [b.requiresGrad ? a : null, a.requiresGrad ? b : null]
-    : recordAs === "Div"
-    ? [b.requiresGrad ? a : null, b]
-    : [];
-  return record(out, recordAs, [a, b], { saved, owned: temporaries });
+  const out = binaryKernel(op, kernelCode("binary", op), a, b);
+  return recordOp(op, out, [a, b], { saved: binarySaves(op, a, b), owned: temporaries });
 }
 
 /**
@@ -161,96 +207,91 @@ function arithmetic(op: string, kind: BinaryOp, recordAs: OpKind, x: Operand, y:
  * ```
  */
 export function add(a: Operand, b: Operand): Tensor {
-  return arithmetic("add", BinaryOp.Add, "Add", a, b);
+  return binary("add", a, b);
 }
 
 /** a − b, broadcasting. */
 export function sub(a: Operand, b: Operand): Tensor {
-  return arithmetic("sub", BinaryOp.Sub, "Sub", a, b);
+  return binary("sub", a, b);
 }
 
 /** a · b element-wise, broadcasting. */
 export function mul(a: Operand, b: Operand): Tensor {
-  return arithmetic("mul", BinaryOp.Mul, "Mul", a, b);
+  return binary("mul", a, b);
 }
 
 /** a / b, broadcasting. */
 export function div(a: Operand, b: Operand): Tensor {
-  return arithmetic("div", BinaryOp.Div, "Div", a, b);
+  return binary("div", a, b);
 }
 
-function notDifferentiable(op: string, kind: BinaryOp, x: Operand, y: Operand): Tensor {
-  if (typeof x !== "number") checkF32(op, x);
-  if (typeof y !== "number") checkF32(op, y);
-  const a = asTensor(x);
-  const b = asTensor(y);
-  const out = binaryKernel(op, kind, a, b);
-  if (a !== x) a.dispose();
-  if (b !== y) b.dispose();
-  return out;
-}
-
-/** Element-wise maximum (NaN if either is NaN); not differentiable. */
+/** Element-wise maximum (NaN if either is NaN); at a tie each side gets half the gradient, like PyTorch. */
 export function maximum(a: Operand, b: Operand): Tensor {
-  return notDifferentiable("maximum", BinaryOp.Max, a, b);
+  return binary("maximum", a, b);
 }
 
-/** Element-wise minimum (NaN if either is NaN); not differentiable. */
+/** Element-wise minimum (NaN if either is NaN); at a tie each side gets half the gradient, like PyTorch. */
 export function minimum(a: Operand, b: Operand): Tensor {
-  return notDifferentiable("minimum", BinaryOp.Min, a, b);
+  return binary("minimum", a, b);
 }
 
-/** a^b element-wise; not differentiable. */
+/** a^b element-wise; differentiable in both (the exponent's gradient is 0 where a = 0 and b ≥ 0, like PyTorch). */
 export function pow(a: Operand, b: Operand): Tensor {
-  return notDifferentiable("pow", BinaryOp.Pow, a, b);
+  return binary("pow", a, b);
 }
 
 /** a == b as Bool. */
 export function eq(a: Operand, b: Operand): Tensor {
-  return notDifferentiable("eq", BinaryOp.Eq, a, b);
+  return binary("eq", a, b);
 }
 
 /** a != b as Bool. */
 export function ne(a: Operand, b: Operand): Tensor {
-  return notDifferentiable("ne", BinaryOp.Ne, a, b);
+  return binary("ne", a, b);
 }
 
 /** a < b as Bool. */
 export function lt(a: Operand, b: Operand): Tensor {
-  return notDifferentiable("lt", BinaryOp.Lt, a, b);
+  return binary("lt", a, b);
 }
 
 /** a <= b as Bool. */
 export function le(a: Operand, b: Operand): Tensor {
-  return notDifferentiable("le", BinaryOp.Le, a, b);
+  return binary("le", a, b);
 }
 
 /** a > b as Bool. */
 export function gt(a: Operand, b: Operand): Tensor {
-  return notDifferentiable("gt", BinaryOp.Gt, a, b);
+  return binary("gt", a, b);
 }
 
 /** a >= b as Bool. */
 export function ge(a: Operand, b: Operand): Tensor {
-  return notDifferentiable("ge", BinaryOp.Ge, a, b);
+  return binary("ge", a, b);
 }
 
+/** The unary ops of the op table that are one kernel call, by their name in `ops`. */
+type UnaryName = "neg" | "abs" | "relu" | "exp" | "log" | "sqrt" | "tanh" | "sigmoid" | "erf";
+
 /** Saved slot 0 of each unary op: its output or its input (see the backward rules). */
-const UNARY_SAVES: Partial<Record<OpKind, "output" | "input">> = {
-  Relu: "output",
-  Exp: "output",
-  Sqrt: "output",
-  Tanh: "output",
-  Sigmoid: "output",
-  Log: "input",
+const UNARY_SAVES: Record<UnaryName, "output" | "input" | null> = {
+  neg: null,
+  relu: "output",
+  exp: "output",
+  sqrt: "output",
+  tanh: "output",
+  sigmoid: "output",
+  log: "input",
+  abs: "input",
+  erf: "input",
 };
 
-function unary(op: string, kind: UnaryOp, recordAs: OpKind | null, x: Tensor): Tensor {
+/** One unary op of the op table: its kernel through the seam, then its record as the table says. */
+function unary(op: UnaryName, x: Tensor): Tensor {
   checkF32(op, x);
-  const out = unaryKernel(op, kind, x);
-  if (recordAs === null || !shouldRecord(x)) return out;
-  const saves = UNARY_SAVES[recordAs];
-  return record(out, recordAs, [x], { saved: saves === undefined ? [] : [saves === "output" ? out : x] });
+  const out = unaryKernel(op, kernelCode("unary", op), x);
+  const saves = UNARY_SAVES[op];
+  return recordOp(op, out, [x], { saved: saves === null ? [] : [saves === "output" ? out : x] });
 }
 
 /**
@@ -266,47 +307,47 @@ function unary(op: string, kind: UnaryOp, recordAs: OpKind | null, x: Tensor): T
  * ```
  */
 export function neg(x: Tensor): Tensor {
-  return unary("neg", UnaryOp.Neg, "Neg", x);
+  return unary("neg", x);
 }
 
 /** max(x, 0); saves its output. */
 export function relu(x: Tensor): Tensor {
-  return unary("relu", UnaryOp.Relu, "Relu", x);
+  return unary("relu", x);
 }
 
 /** e^x; saves its output. */
 export function exp(x: Tensor): Tensor {
-  return unary("exp", UnaryOp.Exp, "Exp", x);
+  return unary("exp", x);
 }
 
 /** ln x; saves its input. */
 export function log(x: Tensor): Tensor {
-  return unary("log", UnaryOp.Log, "Log", x);
+  return unary("log", x);
 }
 
 /** √x; saves its output. */
 export function sqrt(x: Tensor): Tensor {
-  return unary("sqrt", UnaryOp.Sqrt, "Sqrt", x);
+  return unary("sqrt", x);
 }
 
 /** tanh x; saves its output. */
 export function tanh(x: Tensor): Tensor {
-  return unary("tanh", UnaryOp.Tanh, "Tanh", x);
+  return unary("tanh", x);
 }
 
 /** 1 / (1 + e^−x); saves its output. */
 export function sigmoid(x: Tensor): Tensor {
-  return unary("sigmoid", UnaryOp.Sigmoid, "Sigmoid", x);
+  return unary("sigmoid", x);
 }
 
-/** |x|; not differentiable. */
+/** |x|; its gradient is sign(x) (0 at 0, like PyTorch). */
 export function abs(x: Tensor): Tensor {
-  return unary("abs", UnaryOp.Abs, null, x);
+  return unary("abs", x);
 }
 
-/** The error function; not differentiable. */
+/** The error function; its gradient is (2/√π)·e^(−x²). */
 export function erf(x: Tensor): Tensor {
-  return unary("erf", UnaryOp.Erf, null, x);
+  return unary("erf", x);
 }
 
 const GELU_C = Math.sqrt(2 / Math.PI);
@@ -327,5 +368,5 @@ export function gelu(x: Tensor): Tensor {
     using arg = mul(sum, GELU_C);
     return unaryKernel("gelu", UnaryOp.Tanh, arg);
   });
-  return record(out, "Gelu", [x], { saved: [x, inner], owned: [inner] });
+  return recordOp("gelu", out, [x], { saved: [x, inner], owned: [inner] });
 }

@@ -58,4 +58,4 @@ export {
   tryReshape,
   unsqueeze,
 } from "./views.ts";
-export { cast, clone, contiguous, copyInto, fillStrided, toLayout } from "./copy.ts";
+export { cast, clone, contiguous, copyInto, toLayout } from "./copy.ts";

@@ -6,7 +6,7 @@
  */
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkBoolean, checkInteger, checkOptions, describe, INT32_MAX } from "../options.ts";
-import { dtypeInfo } from "../core/dtype.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
@@ -135,7 +135,7 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
   }
   const y = newOutput(op, [n, c, out[0], out[1]]);
   const recording = shouldRecord(x);
-  const indices = recording ? allocate(op, y.shape, 6, false, { scoped: true }) : null;
+  const indices = recording ? allocate(op, y.shape, DType.I32, false, { scoped: true }) : null;
   kernels().maxPool2d(
     { input: [n, c, h, w], kernel, stride, padding },
     y.operand(op),
@@ -146,7 +146,7 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
   if (indices === null) return y;
   return record(y, "MaxPool2d", [x], {
     saved: [indices],
-    ints: [...kernel, ...stride, ...padding],
+    attrs: { kernel, stride, padding },
     owned: [indices],
   });
 }
@@ -192,7 +192,7 @@ export function nllLoss(logProbs: Tensor, targets: Tensor): Tensor {
   const loss = newOutput(op, []);
   (loss.data() as Float32Array)[0] = rows === 0 ? NaN : -total / rows;
   if (!shouldRecord(logProbs)) return loss;
-  return record(loss, "NllLoss", [logProbs], { saved: [targets], ints: [-1] });
+  return record(loss, "NllLoss", [logProbs], { saved: [targets], attrs: { ignoreIndex: -1 } });
 }
 
 /**
@@ -237,7 +237,7 @@ function checkConcatInputs(op: string, tensors: readonly Tensor[]): void {
 
 /**
  * Joins tensors along `axis` (negative counts from the end): every tensor has the same rank and dtype, and the
- * same extents except along `axis`. Records Concat (ints: the axis, then each input's extent along it); the
+ * same extents except along `axis`. Records Concat (attributes: the axis and each input's extent along it); the
  * gradient of each input is a slice of the output's.
  *
  * @example
@@ -276,7 +276,7 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
     start += t.shape[a];
   }
   if (!shouldRecord(...tensors)) return out;
-  return record(out, "Concat", tensors, { ints: [a, ...sizes] });
+  return record(out, "Concat", tensors, { attrs: { axis: a, sizes } });
 }
 
 /** Options of `embedding`. */
@@ -311,7 +311,7 @@ function gatherRows(weight: Tensor, ids: readonly number[], out: Tensor): void {
 /**
  * Looks up rows of `weight` [rows, dim] at integer `indices` of any shape: the result has shape
  * `[...indices.shape, dim]`. Lookups of `paddingIdx` give no gradient. Records Embedding over the table
- * (saved slot 0: the indices; ints: the padding row, or −1).
+ * (saved slot 0: the indices; attribute paddingIdx: the padding row, or −1).
  *
  * @example
  * ```ts
@@ -355,7 +355,7 @@ export function embedding(indices: Tensor, weight: Tensor, options?: EmbeddingOp
   gatherRows(weight, ids, out);
   if (!shouldRecord(weight)) return out;
   const skip = padding === undefined ? -1 : padding < 0 ? padding + rows : padding;
-  return record(out, "Embedding", [weight], { saved: [indices], ints: [skip] });
+  return record(out, "Embedding", [weight], { saved: [indices], attrs: { paddingIdx: skip } });
 }
 
 /** Options of `attention`. */
@@ -465,7 +465,9 @@ function attentionScores(op: string, q: Tensor, k: Tensor, v: Tensor, mask: Tens
   );
   const scores = [...batch, l, s];
   if (mask === undefined) return scores;
-  if (!(mask instanceof Tensor) || (mask.dtype !== 1 && mask.dtype !== 9) || mask.blockSize > 0) {
+  if (
+    !(mask instanceof Tensor) || (mask.dtype !== DType.F32 && mask.dtype !== DType.Bool) || mask.blockSize > 0
+  ) {
     throw new DTypeError(
       op,
       "mask must be a Bool tensor (true attends) or an F32 tensor added to the scores",
@@ -511,7 +513,7 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOp
     throw new OptionError(op, `scale must be a finite number, got ${String(scale)}`);
   }
   const [l, s] = scores.slice(-2);
-  const bool = mask !== undefined && mask.dtype === 9 ? mask : undefined;
+  const bool = mask !== undefined && mask.dtype === DType.Bool ? mask : undefined;
   const causal = checkBoolean(op, "causal", options.causal, false);
   const run = () => {
     let logits = mul(matmul(q, transpose(k, -1, -2)), scale);

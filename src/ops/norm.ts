@@ -6,12 +6,13 @@
  *
  * @module
  */
+import { DType } from "../core/dtype.ts";
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkOptions, describe } from "../options.ts";
 import { GradMode } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import type { Tensor } from "../tensor.ts";
-import { record, shouldRecord } from "../autograd/record.ts";
+import { type AttributesOf, record, shouldRecord } from "../autograd/record.ts";
 import { add, checkF32, checkParameter, div, mul, sqrt, sub } from "./elementwise.ts";
 import { mean } from "./reduce.ts";
 import { reshape } from "./views.ts";
@@ -90,11 +91,11 @@ function affine(xhat: Tensor, weight: Tensor | undefined, bias: Tensor | undefin
  * Records a normalization. Slot 0 is x̂ (owned, or the output itself when there is no affine part), slot 1
  * rstd (owned), slot 2 the weight when the input needs a gradient.
  */
-function recordNorm(
-  kind: "LayerNorm" | "BatchNorm",
+function recordNorm<K extends "LayerNorm" | "BatchNorm">(
+  kind: K,
   y: Tensor,
   x: Tensor,
-  parts: { xhat: Tensor; rstd: Tensor; weight?: Tensor; bias?: Tensor; ints: number[]; floats: number[] },
+  parts: { xhat: Tensor; rstd: Tensor; weight?: Tensor; bias?: Tensor; attrs: AttributesOf<K> },
 ): Tensor {
   const { xhat, rstd, weight, bias } = parts;
   const inputs = [x, ...(weight === undefined ? [] : [weight]), ...(bias === undefined ? [] : [bias])];
@@ -105,16 +106,15 @@ function recordNorm(
   }
   return record(y, kind, inputs, {
     saved: [xhat, rstd, weight !== undefined && x.requiresGrad ? weight : null],
-    ints: parts.ints,
-    floats: parts.floats,
+    attrs: parts.attrs,
     owned: xhat === y ? [rstd] : [xhat, rstd],
   });
 }
 
 /**
  * Layer normalization over the trailing axes `normalizedShape` (a number or an array; they must be the last
- * extents of `x`), with an optional elementwise `weight` and `bias` of that shape. Records LayerNorm (ints:
- * the number of normalized axes, whether weight and bias were given; floats: eps).
+ * extents of `x`), with an optional elementwise `weight` and `bias` of that shape. Records LayerNorm (attributes:
+ * the number of normalized axes, whether weight and bias were given, eps).
  *
  * @example
  * ```ts
@@ -163,8 +163,12 @@ export function layerNorm(
     rstd,
     weight: options.weight,
     bias: options.bias,
-    ints: [k, options.weight === undefined ? 0 : 1, options.bias === undefined ? 0 : 1],
-    floats: [eps],
+    attrs: {
+      normalizedAxes: k,
+      hasWeight: options.weight !== undefined,
+      hasBias: options.bias !== undefined,
+      eps,
+    },
   });
 }
 
@@ -208,7 +212,7 @@ function checkBatchNorm(
       [x.shape],
     );
   }
-  if (runningMean !== null && (runningMean.dtype !== 1 || runningVar!.dtype !== 1)) {
+  if (runningMean !== null && (runningMean.dtype !== DType.F32 || runningVar!.dtype !== DType.F32)) {
     throw new DTypeError(op, "the running statistics must be F32");
   }
 }
@@ -260,8 +264,8 @@ function evaluationStatistics(x: Tensor, runningMean: Tensor, runningVar: Tensor
  * Batch normalization of `x` [N, C, ...] per channel, PyTorch's `batch_norm`: in training mode with the
  * batch's mean and biased variance over every axis but 1, and `runningMean`/`runningVar` ([C], or null for
  * none) updated in place without a record as `(1 − momentum)·running + momentum·batch` (the unbiased
- * variance); in evaluation mode with the running statistics. Records BatchNorm (ints: training, whether
- * weight and bias were given; floats: eps, momentum).
+ * variance); in evaluation mode with the running statistics. Records BatchNorm (attributes: training, whether
+ * weight and bias were given, eps, momentum).
  *
  * @example
  * ```ts
@@ -304,7 +308,12 @@ export function batchNorm(
     rstd,
     weight: options.weight,
     bias: options.bias,
-    ints: [training ? 1 : 0, options.weight === undefined ? 0 : 1, options.bias === undefined ? 0 : 1],
-    floats: [eps, momentum],
+    attrs: {
+      training,
+      hasWeight: options.weight !== undefined,
+      hasBias: options.bias !== undefined,
+      eps,
+      momentum,
+    },
   });
 }

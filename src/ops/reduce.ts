@@ -5,13 +5,15 @@
  *
  * @module
  */
+import { DType } from "../core/dtype.ts";
 import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkBoolean, checkOptions, describe } from "../options.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
-import { ReduceOp, SoftmaxOp } from "../kernels/types.ts";
-import { type OpKind, record, shouldRecord } from "../autograd/record.ts";
+import { ReduceOp } from "../kernels/types.ts";
+import { recordOp } from "../autograd/record.ts";
+import { kernelCode } from "../core/op_table.ts";
 import { checkF32, newOutput } from "./elementwise.ts";
 
 /** Options of the reductions. */
@@ -71,7 +73,7 @@ function reduceKernel(
   x: Tensor,
   axes: readonly number[],
   keepDims: boolean,
-  dtype: 1 | 7,
+  dtype: typeof DType.F32 | typeof DType.I64,
 ): Tensor {
   const kept = Array.from({ length: x.rank }, (_, i) => i).filter((i) => !axes.includes(i));
   const order = [...kept, ...axes];
@@ -102,9 +104,7 @@ function reduceKernel(
 }
 
 function reduction(
-  op: string,
-  kind: ReduceOp,
-  recordAs: OpKind,
+  op: "sum" | "mean" | "max" | "min",
   x: Tensor,
   axis: number | readonly number[] | undefined,
   options: ReduceOptions | boolean | undefined,
@@ -112,12 +112,11 @@ function reduction(
   checkF32(op, x);
   const keepDims = keepDimsOf(op, options);
   const axes = reducedAxes(op, x, axis);
-  const out = reduceKernel(op, kind, x, axes, keepDims, 1);
-  if (!shouldRecord(x)) return out;
-  // ints: keepDims flag then the reduced axes; Max also saves its input and output to route the gradient.
-  return record(out, recordAs, [x], {
-    ints: [keepDims ? 1 : 0, ...axes],
-    saved: recordAs === "Max" ? [x, out] : [],
+  const out = reduceKernel(op, kernelCode("reduce", op), x, axes, keepDims, DType.F32);
+  // Max and Min also save their input and output to route the gradient.
+  return recordOp(op, out, [x], {
+    attrs: { axes, keepDims },
+    saved: op === "max" || op === "min" ? [x, out] : [],
   });
 }
 
@@ -142,7 +141,7 @@ export function sum(
   axis?: number | readonly number[],
   options?: ReduceOptions | boolean,
 ): Tensor {
-  return reduction("sum", ReduceOp.Sum, "Sum", x, axis, options);
+  return reduction("sum", x, axis, options);
 }
 
 /** The mean over `axis` (every axis by default). */
@@ -151,7 +150,7 @@ export function mean(
   axis?: number | readonly number[],
   options?: ReduceOptions | boolean,
 ): Tensor {
-  return reduction("mean", ReduceOp.Mean, "Mean", x, axis, options);
+  return reduction("mean", x, axis, options);
 }
 
 /** The maximum over `axis` (every axis by default); NaN wins. The gradient is shared among tied maxima. */
@@ -160,18 +159,17 @@ export function max(
   axis?: number | readonly number[],
   options?: ReduceOptions | boolean,
 ): Tensor {
-  return reduction("max", ReduceOp.Max, "Max", x, axis, options);
+  return reduction("max", x, axis, options);
 }
 
-/** The minimum over `axis` (every axis by default); NaN wins. Not differentiable. */
+/** The minimum over `axis` (every axis by default); NaN wins. The gradient is shared among tied minima. */
 export function min(
   x: Tensor,
   axis?: number | readonly number[],
   options?: ReduceOptions | boolean,
 ): Tensor {
-  checkF32("min", x);
-  const keepDims = keepDimsOf("min", options);
-  return reduceKernel("min", ReduceOp.Min, x, reducedAxes("min", x, axis), keepDims, 1);
+  return reduction("min", x, axis, options);
+
 }
 
 /** The I64 index of the first maximum along `axis` (a NaN wins at its first occurrence). */
@@ -184,11 +182,11 @@ export function argmax(x: Tensor, axis: number, options?: ReduceOptions | boolea
     x,
     [normalizeAxis("argmax", axis, x.rank, x.shape)],
     keepDims,
-    7,
+    DType.I64,
   );
 }
 
-function softmaxFamily(op: string, kind: SoftmaxOp, recordAs: OpKind, x: Tensor, axis: number): Tensor {
+function softmaxFamily(op: "softmax" | "logSoftmax", x: Tensor, axis: number): Tensor {
   checkF32(op, x);
   if (x.rank === 0) {
     throw new TensorShapeError(op, `${op} needs at least one axis, got a rank-0 tensor`, [x.shape]);
@@ -198,15 +196,14 @@ function softmaxFamily(op: string, kind: SoftmaxOp, recordAs: OpKind, x: Tensor,
   const order = [...Array.from({ length: x.rank }, (_, i) => i).filter((i) => i !== a), a];
   const pick = (values: readonly number[]) => order.map((i) => values[i]);
   kernels().softmax(
-    kind,
+    kernelCode("softmax", op),
     pick(x.shape),
     out.operand(op, pick(out.strides)),
     x.operand(op, pick(x.strides)),
     computeSettings(),
   );
-  if (!shouldRecord(x)) return out;
-  // Saves its output; the scale (1 here) is kept in floats, the axis in ints.
-  return record(out, recordAs, [x], { saved: [out], ints: [a], floats: [1] });
+  // Saves its output; the scale is 1 here.
+  return recordOp(op, out, [x], { saved: [out], attrs: { axis: a, scale: 1 } });
 }
 
 /**
@@ -223,10 +220,10 @@ function softmaxFamily(op: string, kind: SoftmaxOp, recordAs: OpKind, x: Tensor,
  * ```
  */
 export function softmax(x: Tensor, axis = -1): Tensor {
-  return softmaxFamily("softmax", SoftmaxOp.Softmax, "Softmax", x, axis);
+  return softmaxFamily("softmax", x, axis);
 }
 
 /** Log-softmax over `axis` (the last by default). */
 export function logSoftmax(x: Tensor, axis = -1): Tensor {
-  return softmaxFamily("logSoftmax", SoftmaxOp.LogSoftmax, "LogSoftmax", x, axis);
+  return softmaxFamily("logSoftmax", x, axis);
 }

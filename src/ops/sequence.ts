@@ -7,11 +7,11 @@
  */
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkOptions } from "../options.ts";
-import { dtypeInfo } from "../core/dtype.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
-import { record, shouldRecord } from "../autograd/record.ts";
+import { record, type RecordAttributes, shouldRecord } from "../autograd/record.ts";
 import { add, checkF32, checkParameter, mul, newOutput, sigmoid, sub, tanh } from "./elementwise.ts";
 import { linear } from "./linalg.ts";
 import { concat } from "./nn.ts";
@@ -99,7 +99,9 @@ function checkRecurrent(
 
 /** The [N, H] initial state: the given [1, N, H] one, or zeros. */
 function initialState(op: string, state: Tensor | undefined, n: number, hidden: number): Tensor {
-  return state === undefined ? allocate(op, [n, hidden], 1, true, { scoped: true }) : select(state, 0, 0);
+  return state === undefined
+    ? allocate(op, [n, hidden], DType.F32, true, { scoped: true })
+    : select(state, 0, 0);
 }
 
 /** Gate `i` of stacked [N, gates·H] pre-activations. */
@@ -452,15 +454,8 @@ export function ctcLoss(
   if (reduction === 0) losses.forEach((l, i) => (values[i] = l));
   else values[0] = losses.reduce((s, l, i) => s + l * scales[i], 0);
   if (!shouldRecord(logProbs)) return out;
-  const ints = [
-    problem.blank,
-    reduction,
-    zeroInfinity ? 1 : 0,
-    ...problem.sequences.map((s) => s.inputLength),
-    ...problem.sequences.map((s) => s.labels.length),
-    ...problem.sequences.flatMap((s) => s.labels),
-  ];
-  return record(out, "CtcLoss", [logProbs], { saved: [logProbs], ints });
+  const attrs = { blank: problem.blank, reduction, zeroInfinity, sequences: problem.sequences };
+  return record(out, "CtcLoss", [logProbs], { saved: [logProbs], attrs });
 }
 
 /**
@@ -470,27 +465,19 @@ export function ctcLoss(
  */
 export function ctcLossBackward(
   logProbs: Tensor,
-  ints: readonly number[],
+  attrs: RecordAttributes["CtcLoss"],
   outputGrad: readonly number[],
 ): Tensor {
   const [steps, batch, classes] = logProbs.shape;
-  const [blank, reduction, zeroInfinity] = ints;
-  const inputs = ints.slice(3, 3 + batch);
-  const lengths = ints.slice(3 + batch, 3 + 2 * batch);
-  let at = 3 + 2 * batch;
-  const sequences = inputs.map((inputLength, i) => {
-    const labels = ints.slice(at, at + lengths[i]);
-    at += lengths[i];
-    return { inputLength, labels };
-  });
+  const { blank, reduction, zeroInfinity, sequences } = attrs;
   const scales = ctcScales(reduction, sequences);
   const lp = logProbReader(logProbs);
-  const grad = allocate("backward", [steps, batch, classes], 1, true, { scoped: true });
+  const grad = allocate("backward", [steps, batch, classes], DType.F32, true, { scoped: true });
   const out = grad.data() as Float32Array;
   sequences.forEach((seq, n) => {
     const alpha = ctcAlpha(lp, n, seq, blank);
     const nll = ctcNll(alpha, seq);
-    if (seq.inputLength === 0 || (zeroInfinity === 1 && nll === Infinity)) return;
+    if (seq.inputLength === 0 || (zeroInfinity && nll === Infinity)) return;
     const beta = ctcBeta(lp, n, seq, blank);
     const ext = extended(seq.labels, blank);
     const factor = scales[n] * (reduction === 0 ? outputGrad[n] : outputGrad[0]);

@@ -83,14 +83,14 @@ function makeView(op: string, t: Tensor, view: ViewMeta): Tensor {
   return viewOf(t, view);
 }
 
-/** Dimension i of the result is dimension `dims[i]` of `t`. Records Permute (ints: the permutation). */
+/** Dimension i of the result is dimension `dims[i]` of `t`. Records Permute (attributes: the permutation). */
 export function permute(t: Tensor, dims: readonly number[]): Tensor {
   checkPlain("permute", t);
   const view = permuteView(meta(t), dims);
   const result = makeView("permute", t, view);
   if (!shouldRecord(t)) return result;
   const rank = t.rank;
-  return record(result, "Permute", [t], { ints: dims.map((d) => (d < 0 ? d + rank : d)) });
+  return record(result, "Permute", [t], { attrs: { dims: dims.map((d) => (d < 0 ? d + rank : d)) } });
 }
 
 /** Swaps two axes (a Permute). */
@@ -104,10 +104,10 @@ export function transpose(t: Tensor, a: number, b: number): Tensor {
   const y = b < 0 ? b + t.rank : b;
   dims[x] = y;
   dims[y] = x;
-  return record(result, "Permute", [t], { ints: dims });
+  return record(result, "Permute", [t], { attrs: { dims } });
 }
 
-/** Elements start, start + step, … below end along `axis`. Records Slice (ints: axis, start, end, step). */
+/** Elements start, start + step, … below end along `axis`. Records Slice (attributes: axis, start, end, step). */
 export function slice(t: Tensor, axis: number, start: number, end: number, step = 1): Tensor {
   checkPlain("slice", t);
   const view = sliceView(meta(t), axis, start, end, step);
@@ -116,30 +116,30 @@ export function slice(t: Tensor, axis: number, start: number, end: number, step 
   const a = axis < 0 ? axis + t.rank : axis;
   const size = t.shape[a];
   return record(result, "Slice", [t], {
-    ints: [a, start < 0 ? start + size : start, end < 0 ? end + size : end, step],
+    attrs: { axis: a, start: start < 0 ? start + size : start, end: end < 0 ? end + size : end, step },
   });
 }
 
-/** The sub-tensor at `index` along `axis`. Records Select (ints: axis, index). */
+/** The sub-tensor at `index` along `axis`. Records Select (attributes: axis, index). */
 export function select(t: Tensor, axis: number, index: number): Tensor {
   checkPlain("select", t);
   const view = selectView(meta(t), axis, index);
   const result = makeView("select", t, view);
   if (!shouldRecord(t)) return result;
   const a = axis < 0 ? axis + t.rank : axis;
-  return record(result, "Select", [t], { ints: [a, index < 0 ? index + t.shape[a] : index] });
+  return record(result, "Select", [t], { attrs: { axis: a, index: index < 0 ? index + t.shape[a] : index } });
 }
 
-/** Reverses `axis`. Records Flip (ints: axis). */
+/** Reverses `axis`. Records Flip (attributes: axis). */
 export function flip(t: Tensor, axis: number): Tensor {
   checkPlain("flip", t);
   const view = flipView(meta(t), axis);
   const result = makeView("flip", t, view);
   if (!shouldRecord(t)) return result;
-  return record(result, "Flip", [t], { ints: [axis < 0 ? axis + t.rank : axis] });
+  return record(result, "Flip", [t], { attrs: { axis: axis < 0 ? axis + t.rank : axis } });
 }
 
-/** Records the Reshape family (no saved slots, no ints: the input shape says it all). */
+/** Records the Reshape family (no saved slots, no attributes: the input shape says it all). */
 function reshapeRecord(result: Tensor, t: Tensor): Tensor {
   return shouldRecord(t) ? record(result, "Reshape", [t]) : result;
 }

@@ -280,7 +280,3 @@ export function runConformance(
   }
   return { isa: kernelInfo().isa, cases: cases.length, failures, fastWorstRatio };
 }
-
-if (import.meta.main) {
-  console.log(JSON.stringify(runConformance(40, 99, [1, 2, 3, 4])));
-}

@@ -48,26 +48,8 @@ pub const table_entries: Table = .{
     .maxpool2d_f32 = pool.maxPool2dF32,
 };
 
-/// Binary operations, numbered as in the binding's `BinaryOp` (src/kernels/types.ts).
-pub const BinaryOp = enum(i32) {
-    add = 0,
-    sub = 1,
-    mul = 2,
-    div = 3,
-    max = 4,
-    min = 5,
-    pow = 6,
-    eq = 7,
-    ne = 8,
-    lt = 9,
-    le = 10,
-    gt = 11,
-    ge = 12,
-
-    pub fn isComparison(op: BinaryOp) bool {
-        return @intFromEnum(op) >= @intFromEnum(BinaryOp.eq);
-    }
-};
+/// Binary operations, numbered by the op table (`zig/kernels/ops.zig`, generated from src/core/op_table.ts).
+pub const BinaryOp = @import("ops.zig").BinaryOp;
 
 /// Arithmetic mode of the argument block.
 pub fn isExact(args: *const abi.ArgBlock) bool {
@@ -197,23 +179,6 @@ pub fn runSpans(rt: *const table.Runtime, args: *const abi.ArgBlock, rows: anyty
     parallelRange(rt, args.threads, total, min_elements, granule, &spans);
 }
 
-/// Runs `visit.row(offsets)` over all rows of a 3-operand iteration, split across threads by whole rows when
-/// the work is large enough. (Kept for callers that work a row at a time; the kernels here use `runSpans`.)
-pub fn runRows(rt: *const table.Runtime, args: *const abi.ArgBlock, rows: *const Rows(3), visit: anytype) void {
-    const Whole = struct {
-        rows: *const Rows(3),
-        visit: @TypeOf(visit),
-
-        pub fn range(whole: *const @This(), first: usize, end: usize) void {
-            whole.rows.forEachRow(first, end, whole.visit);
-        }
-    };
-    const count = rows.rowCount();
-    const min_rows = (parallel_min_elements + rows.rowLength() - 1) / @max(1, rows.rowLength());
-    const whole: Whole = .{ .rows = rows, .visit = visit };
-    parallelRange(rt, args.threads, count, min_rows, 1, &whole);
-}
-
 // --- binary operations ---
 
 const U = @Vector(lanes, u32);
@@ -237,7 +202,7 @@ inline fn boolBytes(mask: @Vector(lanes, bool)) @Vector(lanes, u8) {
 }
 
 fn Output(comptime op: BinaryOp) type {
-    return if (op.isComparison()) u8 else f32;
+    return if (op.writesBool()) u8 else f32;
 }
 
 inline fn applyBinary(comptime op: BinaryOp, comptime exact: bool, x: V, y: V) @Vector(lanes, Output(op)) {

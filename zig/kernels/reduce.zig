@@ -21,14 +21,8 @@ const lanes = ew.lanes;
 const V = ew.V;
 const V64 = @Vector(lanes, f64);
 
-/// Reductions, numbered as in the binding's `ReduceOp` (src/kernels/types.ts).
-pub const ReduceOp = enum(i32) {
-    sum = 0,
-    mean = 1,
-    max = 2,
-    min = 3,
-    argmax = 4,
-};
+/// Reductions, numbered by the op table (`zig/kernels/ops.zig`, generated from src/core/op_table.ts).
+pub const ReduceOp = @import("ops.zig").ReduceOp;
 
 /// Where the reduced elements of one output lie: rows of `len` elements `stride` apart, at the offsets
 /// `rows` produces from the output's base offset.
@@ -152,7 +146,7 @@ const ArgMaxRow = struct {
 };
 
 fn Result(comptime op: ReduceOp) type {
-    return if (op == .argmax) i64 else f32;
+    return if (op.writesI64()) i64 else f32;
 }
 
 fn reduceOne(comptime op: ReduceOp, comptime exact: bool, a: [*]const f32, inner: *const Inner) Result(op) {
@@ -169,7 +163,7 @@ fn reduceOne(comptime op: ReduceOp, comptime exact: bool, a: [*]const f32, inner
             inner.rows.forEachRow(0, inner.rows.rowCount(), &visit);
             return visit.best;
         },
-        .argmax => {
+        .arg_max => {
             var visit: ArgMaxRow = .{ .a = base, .inner = inner };
             inner.rows.forEachRow(0, inner.rows.rowCount(), &visit);
             return visit.index;
@@ -207,7 +201,7 @@ fn GroupRow(comptime op: ReduceOp) type {
                             const take = if (op == .max) v > best else v < best;
                             self.best[g] = @select(f32, best != best, best, @select(f32, v != v, v, @select(f32, take, v, best)));
                         },
-                        .argmax => comptime unreachable,
+                        .arg_max => comptime unreachable,
                     }
                 }
                 o += self.inner.stride;
@@ -225,7 +219,7 @@ fn reduceGroups(comptime op: ReduceOp, a: [*]const f32, inner: *const Inner, gro
             .sum => @floatCast(visit.sum[g]),
             .mean => @floatCast(visit.sum[g] / @as(V64, @splat(@floatFromInt(inner.count)))),
             .max, .min => visit.best[g],
-            .argmax => comptime unreachable,
+            .arg_max => comptime unreachable,
         };
         const at: isize = @intCast(g * lanes);
         ew.scatter(f32, ew.at([*]f32, out, at * out_stride), out_stride, lanes, values);
@@ -242,7 +236,7 @@ fn ReduceSpan(comptime op: ReduceOp, comptime exact: bool) type {
 
         pub fn span(self: *const @This(), offsets: [2]isize, begin: usize, end: usize) void {
             var j = begin;
-            if (op != .argmax and self.kept[1] == 1) {
+            if (op != .arg_max and self.kept[1] == 1) {
                 while (j + lanes <= end) {
                     const groups: usize = @min(max_groups, (end - j) / lanes);
                     const jj: isize = @intCast(j);
@@ -263,7 +257,7 @@ fn ReduceSpan(comptime op: ReduceOp, comptime exact: bool) type {
 /// `zt_reduce_f32`: reduces the trailing `args.ints[0]` axes of `args.shape`, `args.op` a `ReduceOp`
 /// (argmax writes i64). Assumes a validated shape, and a non-empty reduction for max, min and argmax.
 pub fn reduceF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8) callconv(.c) void {
-    std.debug.assert(args.op >= 0 and args.op <= @intFromEnum(ReduceOp.argmax));
+    std.debug.assert(args.op >= 0 and args.op <= @intFromEnum(ReduceOp.arg_max));
     const rank: usize = @intCast(args.rank);
     const reduced: usize = @intCast(args.ints[0]);
     std.debug.assert(reduced <= rank);
@@ -335,11 +329,11 @@ test "max, min and argmax take the first of equals and the first NaN" {
     var index: [1]i64 = undefined;
     reduceOnce(.max, 0, 1, &.{30}, 1, &.{}, &.{1}, @ptrCast(&out), &a);
     try testing.expect(out[0] == 0 and std.math.signbit(out[0]));
-    reduceOnce(.argmax, 0, 1, &.{30}, 1, &.{}, &.{1}, @ptrCast(&index), &a);
+    reduceOnce(.arg_max, 0, 1, &.{30}, 1, &.{}, &.{1}, @ptrCast(&index), &a);
     try testing.expectEqual(@as(i64, 10), index[0]);
     reduceOnce(.max, 0, 1, &.{64}, 1, &.{}, &.{1}, @ptrCast(&out), &a);
     try testing.expect(std.math.isNan(out[0]));
-    reduceOnce(.argmax, 0, 1, &.{64}, 1, &.{}, &.{1}, @ptrCast(&index), &a);
+    reduceOnce(.arg_max, 0, 1, &.{64}, 1, &.{}, &.{1}, @ptrCast(&index), &a);
     try testing.expectEqual(@as(i64, 30), index[0]);
     reduceOnce(.min, 0, 1, &.{ 2, 15 }, 2, &.{}, &.{ 15, 1 }, @ptrCast(&out), &a);
     try testing.expectEqual(@as(f32, -1), out[0]);

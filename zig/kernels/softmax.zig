@@ -20,11 +20,8 @@ const lanes = ew.lanes;
 const V = ew.V;
 const V64 = @Vector(lanes, f64);
 
-/// Numbered as in the binding's `SoftmaxOp` (src/kernels/types.ts).
-pub const SoftmaxOp = enum(i32) {
-    softmax = 0,
-    log_softmax = 1,
-};
+/// Numbered by the op table (`zig/kernels/ops.zig`, generated from src/core/op_table.ts).
+pub const SoftmaxOp = @import("ops.zig").SoftmaxOp;
 
 /// One row: `len` elements, `stride` apart in the input and `out_stride` apart in the output.
 const Line = struct {

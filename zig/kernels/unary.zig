@@ -13,27 +13,16 @@ const Rows = @import("rows.zig").Rows;
 const lanes = ew.lanes;
 const V = ew.V;
 
-/// Unary operations, numbered as in the binding's `UnaryOp` (src/kernels/types.ts).
-pub const UnaryOp = enum(i32) {
-    neg = 0,
-    abs = 1,
-    relu = 2,
-    exp = 3,
-    log = 4,
-    sqrt = 5,
-    tanh = 6,
-    sigmoid = 7,
-    gelu = 8,
-    erf = 9,
+/// Unary operations, numbered by the op table (`zig/kernels/ops.zig`, generated from src/core/op_table.ts).
+pub const UnaryOp = @import("ops.zig").UnaryOp;
 
-    /// Whether exact and fast mode compute the op differently.
-    pub fn isTranscendental(op: UnaryOp) bool {
-        return switch (op) {
-            .neg, .abs, .relu, .sqrt => false,
-            else => true,
-        };
-    }
-};
+/// Whether exact and fast mode compute `op` differently.
+fn isTranscendental(op: UnaryOp) bool {
+    return switch (op) {
+        .neg, .abs, .relu, .sqrt => false,
+        else => true,
+    };
+}
 
 /// The exact function of `op` on f64 lanes (one algorithm for every ISA and vector width).
 inline fn exactV(comptime op: UnaryOp, x: @Vector(lanes, f64)) @Vector(lanes, f64) {
@@ -116,7 +105,7 @@ pub fn unaryF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8,
     const rows = Rows(2).init(args.shapeSlice(), .{ &args.operands[0], &args.operands[1] });
     switch (@as(UnaryOp, @enumFromInt(args.op))) {
         inline else => |op| {
-            if (op.isTranscendental() and ew.isExact(args)) {
+            if (isTranscendental(op) and ew.isExact(args)) {
                 runUnary(op, true, rt, args, &rows, out, a);
             } else {
                 runUnary(op, false, rt, args, &rows, out, a);
@@ -132,7 +121,7 @@ fn runUnary(comptime op: UnaryOp, comptime exact: bool, rt: *const table.Runtime
         .inner = rows.innerStrides(),
     };
     // Transcendental elements cost tens of operations: they pay for a thread sooner.
-    const min_elements: usize = if (op.isTranscendental()) ew.parallel_min_elements / 8 else ew.parallel_min_elements;
+    const min_elements: usize = if (isTranscendental(op)) ew.parallel_min_elements / 8 else ew.parallel_min_elements;
     ew.runSpans(rt, args, rows, &visit, min_elements, 64);
 }
 

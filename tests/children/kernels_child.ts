@@ -1,7 +1,7 @@
 // Child process of kernels_isa.test.ts: runs a fixed set of conformance cases under the ISA forced by
 // ZIGTENSOR_ISA and prints one JSON report (the exact-mode hash must agree across ISAs).
 import { kernelInfo } from "../../src/native/kernel_info.ts";
-import { conformanceRun } from "./kernels_conformance.ts";
+import { conformanceRun } from "../helpers/kernels_conformance.ts";
 
 const report = conformanceRun(20_000, 160);
 console.log(JSON.stringify({ isa: kernelInfo().isa, ...report }));

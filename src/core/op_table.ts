@@ -1,0 +1,173 @@
+/**
+ * The op definition table: one entry per operator of `ops`, the single source of truth for
+ * - the kernel op codes on both sides of the ABI (`BinaryOp`, `UnaryOp`, `ReduceOp`, `SoftmaxOp` in
+ *   `src/kernels/types.ts` are derived from it, and `zig/kernels/ops.zig` is generated from it by
+ *   `scripts/gen_ops.ts`; a test checks that the committed file is current),
+ * - the reference kernel tables (`src/kernels/reference.ts` keys its functions by the kernel names here, so a
+ *   missing or extra function is a type error),
+ * - the native entry point of each kernel family (`KERNEL_FAMILIES`),
+ * - the dtype rule (what the op takes and what it returns),
+ * - how the op takes part in autograd: the record kind its backward rule is filed under, a composition of
+ *   recording ops, not differentiable, or a differentiable op still without a rule (which throws
+ *   `BackwardNotImplementedError` when asked for a gradient instead of giving a wrong one).
+ *
+ * The module is plain data, so the generator and every layer can read it. The names and codes as types
+ * (`OpName`, `RecordKind`, `KernelCodes`) are generated into `src/core/op_types.ts` with the Zig file, because
+ * a published module needs explicit types.
+ *
+ * @module
+ */
+import type { KernelCodes, OpName } from "./op_types.ts";
+export type { DifferentiableOp, KernelCodes, OpName, RecordKind } from "./op_types.ts";
+
+/** The kernel families of the seam, with the native symbol that runs each (f32 inputs). */
+export const KERNEL_FAMILIES = {
+  binary: { symbol: "zt_binary_f32", zigEnum: "BinaryOp" },
+  unary: { symbol: "zt_unary_f32", zigEnum: "UnaryOp" },
+  reduce: { symbol: "zt_reduce_f32", zigEnum: "ReduceOp" },
+  softmax: { symbol: "zt_softmax_f32", zigEnum: "SoftmaxOp" },
+} as const;
+
+/** A kernel family of the seam. */
+export type KernelFamily = keyof typeof KERNEL_FAMILIES;
+
+/** An op's kernel: its family, its name within the family (the Zig enum field in snake case) and its code. */
+export interface KernelRef {
+  readonly family: KernelFamily;
+  readonly name: string;
+  readonly code: number;
+}
+
+/**
+ * The dtype rule of an op: `"f32"` takes plain F32 tensors and returns F32; `"f32->bool"` returns Bool (0/1
+ * bytes); `"f32->i64"` returns I64 indices; `"any"` takes any dtype (data movement) and keeps it or converts
+ * as its arguments say.
+ */
+export type DTypeRule = "f32" | "f32->bool" | "f32->i64" | "any";
+
+/**
+ * How an op takes part in autograd:
+ * - `{ record: Kind }`: it records a `BackwardRecord` of that kind, whose rule is in `src/autograd/rules.ts`;
+ * - `"composed"`: it is a composition of recording ops (or returns a view made by one);
+ * - `"none"`: not differentiable (Bool or integer output, or piecewise constant): its output never requires
+ *   gradients;
+ * - `"missing"`: differentiable, no rule yet: calling it with gradient mode on and an input that requires
+ *   gradients throws `BackwardNotImplementedError`.
+ */
+export type GradRule = { readonly record: string } | "composed" | "none" | "missing";
+
+/** One entry of the table. */
+export interface OpDefinition {
+  /** The kernel the op calls through the seam, for ops that are one kernel call. */
+  readonly kernel?: KernelRef;
+  readonly dtypes: DTypeRule;
+  readonly grad: GradRule;
+}
+
+function k(family: KernelFamily, name: string, code: number): KernelRef {
+  return { family, name, code };
+}
+
+/** Every operator of `ops`, by its name there. */
+export const OPS: { readonly [N in OpName]: OpDefinition } = {
+  // Element-wise, two operands (broadcasting).
+  add: { kernel: k("binary", "Add", 0), dtypes: "f32", grad: { record: "Add" } },
+  sub: { kernel: k("binary", "Sub", 1), dtypes: "f32", grad: { record: "Sub" } },
+  mul: { kernel: k("binary", "Mul", 2), dtypes: "f32", grad: { record: "Mul" } },
+  div: { kernel: k("binary", "Div", 3), dtypes: "f32", grad: { record: "Div" } },
+  maximum: { kernel: k("binary", "Max", 4), dtypes: "f32", grad: { record: "Maximum" } },
+  minimum: { kernel: k("binary", "Min", 5), dtypes: "f32", grad: { record: "Minimum" } },
+  pow: { kernel: k("binary", "Pow", 6), dtypes: "f32", grad: { record: "Pow" } },
+  eq: { kernel: k("binary", "Eq", 7), dtypes: "f32->bool", grad: "none" },
+  ne: { kernel: k("binary", "Ne", 8), dtypes: "f32->bool", grad: "none" },
+  lt: { kernel: k("binary", "Lt", 9), dtypes: "f32->bool", grad: "none" },
+  le: { kernel: k("binary", "Le", 10), dtypes: "f32->bool", grad: "none" },
+  gt: { kernel: k("binary", "Gt", 11), dtypes: "f32->bool", grad: "none" },
+  ge: { kernel: k("binary", "Ge", 12), dtypes: "f32->bool", grad: "none" },
+  // Element-wise, one operand.
+  neg: { kernel: k("unary", "Neg", 0), dtypes: "f32", grad: { record: "Neg" } },
+  abs: { kernel: k("unary", "Abs", 1), dtypes: "f32", grad: { record: "Abs" } },
+  relu: { kernel: k("unary", "Relu", 2), dtypes: "f32", grad: { record: "Relu" } },
+  exp: { kernel: k("unary", "Exp", 3), dtypes: "f32", grad: { record: "Exp" } },
+  log: { kernel: k("unary", "Log", 4), dtypes: "f32", grad: { record: "Log" } },
+  sqrt: { kernel: k("unary", "Sqrt", 5), dtypes: "f32", grad: { record: "Sqrt" } },
+  tanh: { kernel: k("unary", "Tanh", 6), dtypes: "f32", grad: { record: "Tanh" } },
+  sigmoid: { kernel: k("unary", "Sigmoid", 7), dtypes: "f32", grad: { record: "Sigmoid" } },
+  gelu: { kernel: k("unary", "Gelu", 8), dtypes: "f32", grad: { record: "Gelu" } },
+  erf: { kernel: k("unary", "Erf", 9), dtypes: "f32", grad: { record: "Erf" } },
+  // Reductions over any set of axes.
+  sum: { kernel: k("reduce", "Sum", 0), dtypes: "f32", grad: { record: "Sum" } },
+  mean: { kernel: k("reduce", "Mean", 1), dtypes: "f32", grad: { record: "Mean" } },
+  max: { kernel: k("reduce", "Max", 2), dtypes: "f32", grad: { record: "Max" } },
+  min: { kernel: k("reduce", "Min", 3), dtypes: "f32", grad: { record: "Min" } },
+  argmax: { kernel: k("reduce", "ArgMax", 4), dtypes: "f32->i64", grad: "none" },
+  // Softmax family over one axis.
+  softmax: { kernel: k("softmax", "Softmax", 0), dtypes: "f32", grad: { record: "Softmax" } },
+  logSoftmax: { kernel: k("softmax", "LogSoftmax", 1), dtypes: "f32", grad: { record: "LogSoftmax" } },
+  // Linear algebra and layers.
+  matmul: { dtypes: "f32", grad: { record: "MatMul" } },
+  linear: { dtypes: "f32", grad: "composed" },
+  maxPool2d: { dtypes: "f32", grad: { record: "MaxPool2d" } },
+  avgPool2d: { dtypes: "f32", grad: { record: "AvgPool2d" } },
+  conv2d: { dtypes: "f32", grad: { record: "Conv2d" } },
+  layerNorm: { dtypes: "f32", grad: { record: "LayerNorm" } },
+  batchNorm: { dtypes: "f32", grad: { record: "BatchNorm" } },
+  concat: { dtypes: "f32", grad: { record: "Concat" } },
+  embedding: { dtypes: "f32", grad: { record: "Embedding" } },
+  nllLoss: { dtypes: "f32", grad: { record: "NllLoss" } },
+  crossEntropy: { dtypes: "f32", grad: "composed" },
+  attention: { dtypes: "f32", grad: "composed" },
+  lstm: { dtypes: "f32", grad: "composed" },
+  gru: { dtypes: "f32", grad: "composed" },
+  ctcLoss: { dtypes: "f32", grad: { record: "CtcLoss" } },
+  // Views and data movement.
+  reshape: { dtypes: "any", grad: { record: "Reshape" } },
+  tryReshape: { dtypes: "any", grad: "composed" },
+  permute: { dtypes: "any", grad: { record: "Permute" } },
+  transpose: { dtypes: "any", grad: "composed" },
+  expand: { dtypes: "any", grad: { record: "Expand" } },
+  flip: { dtypes: "any", grad: { record: "Flip" } },
+  slice: { dtypes: "any", grad: { record: "Slice" } },
+  select: { dtypes: "any", grad: { record: "Select" } },
+  squeeze: { dtypes: "any", grad: "composed" },
+  unsqueeze: { dtypes: "any", grad: "composed" },
+  cast: { dtypes: "any", grad: { record: "Cast" } },
+  clone: { dtypes: "any", grad: "composed" },
+  contiguous: { dtypes: "any", grad: "composed" },
+  toLayout: { dtypes: "any", grad: "none" },
+  copyInto: { dtypes: "any", grad: "none" },
+};
+
+/** The entries of the table whose kernel belongs to `family`, in code order. */
+export function kernelEntries(family: KernelFamily): { readonly op: OpName; readonly kernel: KernelRef }[] {
+  const entries: { op: OpName; kernel: KernelRef }[] = [];
+  for (const [op, def] of Object.entries(OPS) as [OpName, OpDefinition][]) {
+    if (def.kernel?.family === family) entries.push({ op, kernel: def.kernel });
+  }
+  return entries.sort((x, y) => x.kernel.code - y.kernel.code);
+}
+
+/**
+ * The codes of `family` by kernel name. Throws at load when the codes are not 0, 1, 2, ... in table order,
+ * each once (the native side switches over them densely).
+ */
+export function kernelCodes<F extends KernelFamily>(family: F): KernelCodes[F] {
+  const codes: Record<string, number> = {};
+  kernelEntries(family).forEach(({ kernel }, i) => {
+    if (kernel.code !== i || kernel.name in codes) {
+      throw new Error(`op table: ${family} kernel ${kernel.name} has code ${kernel.code}, expected ${i}`);
+    }
+    codes[kernel.name] = kernel.code;
+  });
+  return Object.freeze(codes) as unknown as KernelCodes[F];
+}
+
+/** The codes of a family's kernels, as a type (`BinaryOp` is `KernelCode<"binary">`). */
+export type KernelCode<F extends KernelFamily> = KernelCodes[F][keyof KernelCodes[F]];
+
+/** The code of `op`'s kernel, which must belong to `family`. */
+export function kernelCode<F extends KernelFamily>(family: F, op: OpName): KernelCode<F> {
+  const kernel = OPS[op].kernel;
+  if (kernel?.family !== family) throw new Error(`op table: ${op} has no ${family} kernel`);
+  return kernel.code as KernelCode<F>;
+}

@@ -1,0 +1,85 @@
+// The op table is the single source of truth: the Zig enums are generated from it and must be current, the
+// kernel codes are dense, every family's native symbol is in the symbol table, and an op defined by a
+// test-only entry gets its autograd behaviour from the entry alone.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { BackwardNotImplementedError, DType, GradMode, ops, Tensor } from "../mod.ts";
+import {
+  KERNEL_FAMILIES,
+  kernelEntries,
+  type KernelFamily,
+  type OpDefinition,
+  OPS,
+} from "../src/core/op_table.ts";
+import { recordAs } from "../src/autograd/record.ts";
+import { BinaryOp, ReduceOp, SoftmaxOp, UnaryOp } from "../src/kernels/types.ts";
+import { symbols } from "../src/native/symbols.ts";
+import { TS_TYPES_PATH, tsTypesSource, ZIG_OPS_PATH, zigOpsSource } from "../scripts/gen_ops.ts";
+
+test("zig/kernels/ops.zig and src/core/op_types.ts are what the op table generates (run scripts/gen_ops.ts)", () => {
+  assert.equal(readFileSync(ZIG_OPS_PATH, "utf8"), zigOpsSource());
+  assert.equal(readFileSync(TS_TYPES_PATH, "utf8"), tsTypesSource());
+});
+
+test("kernel codes are dense per family, and the TypeScript enums are the table's", () => {
+  const enums: Record<KernelFamily, Record<string, number>> = {
+    binary: BinaryOp,
+    unary: UnaryOp,
+    reduce: ReduceOp,
+    softmax: SoftmaxOp,
+  };
+  for (const family of Object.keys(KERNEL_FAMILIES) as KernelFamily[]) {
+    const entries = kernelEntries(family);
+    assert.deepEqual(entries.map((e) => e.kernel.code), entries.map((_, i) => i), family);
+    assert.deepEqual(
+      Object.entries(enums[family]),
+      entries.map((e) => [e.kernel.name, e.kernel.code]),
+      `${family}: the TypeScript codes`,
+    );
+    assert.ok(KERNEL_FAMILIES[family].symbol in symbols, `${family}: ${KERNEL_FAMILIES[family].symbol}`);
+  }
+  // The dtype rules: comparisons write Bool, argmax I64, every other kernel op F32.
+  using x = Tensor.from([1, 2]);
+  for (const op of ["eq", "ne", "lt", "le", "gt", "ge"] as const) {
+    assert.equal(OPS[op].dtypes, "f32->bool");
+    using out = ops[op](x, 1);
+    assert.equal(out.dtype, DType.Bool, op);
+  }
+  using index = ops.argmax(x, 0);
+  assert.equal(OPS.argmax.dtypes, "f32->i64");
+  assert.equal(index.dtype, DType.I64);
+});
+
+test("ops.pow(x, 2) + x backpropagates 2x + 1 (it recorded nothing before the op table)", () => {
+  const x = Tensor.from([1, 2, 3]).withRequiresGrad();
+  ops.sum(ops.add(ops.pow(x, 2), x)).backward();
+  assert.deepEqual(Array.from(x.grad!.toArray() as Float32Array), [3, 5, 7]);
+});
+
+/** A test-only table entry: x², computed by the existing mul kernel, filed under the entry given. */
+function square(definition: OpDefinition, x: Tensor): Tensor {
+  const out = GradMode.noGrad(() => ops.mul(x, x));
+  return recordAs("square", definition, out, [x, x], { saved: [x, x] });
+}
+
+test("an op defined by a test-only table entry: recorded by its entry, or refused when it has no rule", () => {
+  const x = Tensor.from([1.5, -2]).withRequiresGrad();
+  // Filed under Mul's rule (d(x·x) with both slots x): the gradient is 2x.
+  const withRule: OpDefinition = { dtypes: "f32", grad: { record: "Mul" } };
+  const y = square(withRule, x);
+  assert.equal(y.gradFn!.op, "Mul");
+  ops.sum(y).backward();
+  assert.deepEqual(Array.from(x.grad!.toArray() as Float32Array), [3, -4]);
+  // Differentiable without a rule: throws, naming the op; without gradients it computes.
+  const missing: OpDefinition = { dtypes: "f32", grad: "missing" };
+  assert.throws(
+    () => square(missing, x),
+    (e) => e instanceof BackwardNotImplementedError && e.op === "square",
+  );
+  using plain = GradMode.noGrad(() => square(missing, x));
+  assert.deepEqual(Array.from(plain.toArray() as Float32Array), [2.25, 4]);
+  // Not differentiable: its output simply does not require gradients.
+  using none = square({ dtypes: "f32", grad: "none" }, x);
+  assert.equal(none.requiresGrad, false);
+});

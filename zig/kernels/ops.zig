@@ -1,0 +1,64 @@
+//! Generated from the op table (src/core/op_table.ts) by scripts/gen_ops.ts; do not edit.
+//! tests/op_table.test.ts fails while this file differs from what the table generates.
+
+/// The `binary` kernels (`zt_binary_f32`), by the codes of the op table.
+pub const BinaryOp = enum(i32) {
+    add = 0, // ops.add
+    sub = 1, // ops.sub
+    mul = 2, // ops.mul
+    div = 3, // ops.div
+    max = 4, // ops.maximum
+    min = 5, // ops.minimum
+    pow = 6, // ops.pow
+    eq = 7, // ops.eq
+    ne = 8, // ops.ne
+    lt = 9, // ops.lt
+    le = 10, // ops.le
+    gt = 11, // ops.gt
+    ge = 12, // ops.ge
+
+    /// Whether the op writes Bool (0/1 bytes): its dtype rule is `f32->bool`.
+    pub fn writesBool(op: BinaryOp) bool {
+        return switch (op) {
+            .eq, .ne, .lt, .le, .gt, .ge => true,
+            else => false,
+        };
+    }
+};
+
+/// The `unary` kernels (`zt_unary_f32`), by the codes of the op table.
+pub const UnaryOp = enum(i32) {
+    neg = 0, // ops.neg
+    abs = 1, // ops.abs
+    relu = 2, // ops.relu
+    exp = 3, // ops.exp
+    log = 4, // ops.log
+    sqrt = 5, // ops.sqrt
+    tanh = 6, // ops.tanh
+    sigmoid = 7, // ops.sigmoid
+    gelu = 8, // ops.gelu
+    erf = 9, // ops.erf
+};
+
+/// The `reduce` kernels (`zt_reduce_f32`), by the codes of the op table.
+pub const ReduceOp = enum(i32) {
+    sum = 0, // ops.sum
+    mean = 1, // ops.mean
+    max = 2, // ops.max
+    min = 3, // ops.min
+    arg_max = 4, // ops.argmax
+
+    /// Whether the op writes I64 indices: its dtype rule is `f32->i64`.
+    pub fn writesI64(op: ReduceOp) bool {
+        return switch (op) {
+            .arg_max => true,
+            else => false,
+        };
+    }
+};
+
+/// The `softmax` kernels (`zt_softmax_f32`), by the codes of the op table.
+pub const SoftmaxOp = enum(i32) {
+    softmax = 0, // ops.softmax
+    log_softmax = 1, // ops.logSoftmax
+};
