@@ -154,7 +154,7 @@ test("every ISA variant the host runs gives the same exact-mode optimizer bits",
   const runnable = info.variants.filter((isa) => info.supported.includes(isa));
   const hashes = new Map<string, number>();
   for (const isa of runnable) {
-    const child = runChild(new URL("./helpers/optim_child.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
+    const child = runChild(new URL("./children/optim_child.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
     assert.equal(child.status, 0, child.stderr);
     const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!);
     assert.equal(report.isa, isa);

@@ -1,5 +1,5 @@
 // The seeded fuzz suite of issue 10: thousands of random calls at every public constructor, method and op
-// (tests/helpers/fuzz_child.ts), in a child process so that a crash cannot take the test runner with it and
+// (tests/children/fuzz_child.ts), in a child process so that a crash cannot take the test runner with it and
 // names the seed that killed it. Each call either throws one of zigtensor's typed errors or returns what the
 // reference kernels return; in the CHECKED build a damaged canary throws BufferOverrunError, which fails the
 // run. FUZZ_SEED and FUZZ_CASES override the first seed and the count (to reproduce a reported seed).
@@ -20,7 +20,7 @@ test(
     timeout: 120_000,
   },
   () => {
-    const result = runChild(new URL("./helpers/fuzz_child.ts", import.meta.url), {
+    const result = runChild(new URL("./children/fuzz_child.ts", import.meta.url), {
       FUZZ_SEED: first,
       FUZZ_CASES: cases,
       FUZZ_SECONDS: seconds,

@@ -11,7 +11,7 @@ import { Arena, BufferPool, StaleTensorError, Tensor } from "../mod.ts";
 const isDeno = (globalThis as { Deno?: unknown }).Deno !== undefined;
 
 function runGcChild(): Record<string, Record<string, unknown> | number> {
-  const child = fileURLToPath(new URL("./helpers/safety_gc_child.ts", import.meta.url));
+  const child = fileURLToPath(new URL("./children/safety_gc_child.ts", import.meta.url));
   const argv = isDeno ? ["run", "-A", "--quiet", "--v8-flags=--expose-gc", child] : [child];
   const result = spawnSync(process.execPath, argv, { encoding: "utf8", timeout: 120_000 });
   assert.equal(result.status, 0, result.stderr);
@@ -66,7 +66,7 @@ test("explicit release still detaches handed-out arrays; arena reset too", () =>
 });
 
 test("a terminated Worker leaves rented exactly what it still held, plus its argument block", () => {
-  const child = fileURLToPath(new URL("./helpers/safety_worker_child.ts", import.meta.url));
+  const child = fileURLToPath(new URL("./children/safety_worker_child.ts", import.meta.url));
   const argv = isDeno ? ["run", "-A", "--quiet", child] : [child];
   const result = spawnSync(process.execPath, argv, { encoding: "utf8", timeout: 120_000 });
   assert.equal(result.status, 0, result.stderr);
