@@ -7,7 +7,7 @@
  * @module
  */
 import { OptionError } from "./core/errors.ts";
-import { checkOptions } from "./options.ts";
+import { checkOptions } from "./core/options.ts";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { hardwareThreads } from "./native/kernel_info.ts";
 import type { ArithmeticMode, ComputeSettings, KernelSet } from "./kernels/types.ts";

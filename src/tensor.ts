@@ -19,7 +19,7 @@ import {
 } from "./core/shape.ts";
 import { Storage } from "./memory/storage.ts";
 import { Arena } from "./memory/pool.ts";
-import { checkOptions, describe } from "./options.ts";
+import { checkOptions, describe } from "./core/options.ts";
 import type { NativePointer } from "./native/symbols.ts";
 import type { KernelOperand } from "./kernels/types.ts";
 import type { BackwardRecord, LeafNode } from "./autograd/record.ts";

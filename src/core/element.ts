@@ -7,7 +7,7 @@
  * @module
  */
 import { DTypeError, OptionError } from "./errors.ts";
-import { describe } from "../options.ts";
+import { describe } from "./options.ts";
 import type { DTypeInfo, TypedArray } from "./dtype.ts";
 import { bf16BitsToF32, f16BitsToF32 } from "./convert.ts";
 import { encodeValue } from "./cast_rules.ts";

@@ -6,7 +6,7 @@
  */
 
 import { TensorShapeError } from "./errors.ts";
-import { checkInteger } from "../options.ts";
+import { checkInteger } from "./options.ts";
 
 function hash32(x: number): number {
   x = Math.imul(x ^ (x >>> 16), 0x7feb352d);

@@ -18,7 +18,7 @@ import {
   referenceQuantize,
 } from "./quant.ts";
 import type { DType } from "../core/dtype.ts";
-import { nativeOptimizerStep, referenceOptimizerStep } from "../optim/kernel.ts";
+import { nativeOptimizerStep, referenceOptimizerStep } from "./optim.ts";
 
 /**
  * The native kernels (the default set).

@@ -10,7 +10,7 @@
 import type { NativePointer } from "../native/symbols.ts";
 import type { DType, TypedArray } from "../core/dtype.ts";
 import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table.ts";
-import type { OptimizerStepKernel } from "../optim/kernel.ts";
+import type { OptimizerStepKernel } from "./optim.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -206,7 +206,7 @@ export interface BlockKernels {
   ): void;
 }
 
-/** The optimizer update kernel (src/optim/kernel.ts). */
+/** The optimizer update kernel (src/kernels/optim.ts). */
 export interface OptimizerKernels {
   readonly optimizerStep: OptimizerStepKernel;
 }

@@ -5,7 +5,7 @@
  * @module
  */
 import { BufferOverrunError, OptionError, TensorShapeError } from "../core/errors.ts";
-import { checkOptions } from "../options.ts";
+import { checkOptions } from "../core/options.ts";
 import { library, native } from "../native/library.ts";
 import { ffi } from "../native/runtime.ts";
 import type { NativePointer } from "../native/symbols.ts";

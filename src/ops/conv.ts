@@ -9,7 +9,7 @@
  */
 import { DType } from "../core/dtype.ts";
 import { TensorShapeError } from "../core/errors.ts";
-import { checkInteger, checkOptions } from "../options.ts";
+import { checkInteger, checkOptions } from "../core/options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";

@@ -6,7 +6,7 @@
  */
 import { type DType, dtypeInfo, type DTypeLike, toDType } from "../core/dtype.ts";
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
-import { describe } from "../options.ts";
+import { describe } from "../core/options.ts";
 import { checkTensor } from "./elementwise.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { Layout, nhwcStrides } from "../core/layout.ts";

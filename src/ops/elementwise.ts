@@ -6,7 +6,7 @@
  * @module
  */
 import { DTypeError, OptionError, StaleTensorError, TensorShapeError } from "../core/errors.ts";
-import { describe } from "../options.ts";
+import { describe } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";

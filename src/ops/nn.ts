@@ -5,7 +5,7 @@
  * @module
  */
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
-import { checkBoolean, checkInteger, checkOptions, describe, INT32_MAX } from "../options.ts";
+import { checkBoolean, checkInteger, checkOptions, describe, INT32_MAX } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape, normalizeAxis } from "../core/shape.ts";

@@ -8,7 +8,7 @@
  */
 import { DType } from "../core/dtype.ts";
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
-import { checkOptions, describe } from "../options.ts";
+import { checkOptions, describe } from "../core/options.ts";
 import { GradMode } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import type { Tensor } from "../tensor.ts";

@@ -7,7 +7,7 @@
  */
 import { DType } from "../core/dtype.ts";
 import { OptionError, TensorShapeError } from "../core/errors.ts";
-import { checkBoolean, checkOptions, describe } from "../options.ts";
+import { checkBoolean, checkOptions, describe } from "../core/options.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
@@ -169,7 +169,6 @@ export function min(
   options?: ReduceOptions | boolean,
 ): Tensor {
   return reduction("min", x, axis, options);
-
 }
 
 /** The I64 index of the first maximum along `axis` (a NaN wins at its first occurrence). */

@@ -6,7 +6,7 @@
  * @module
  */
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
-import { checkOptions } from "../options.ts";
+import { checkOptions } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";

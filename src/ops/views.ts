@@ -6,7 +6,7 @@
  * @module
  */
 import { OptionError, TensorShapeError } from "../core/errors.ts";
-import { describe } from "../options.ts";
+import { describe } from "../core/options.ts";
 import { dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { Tensor } from "../tensor.ts";

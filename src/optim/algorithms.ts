@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { OptimAlgorithm, OptimFlags, type OptimizerStep } from "./kernel.ts";
+import { OptimAlgorithm, OptimFlags, type OptimizerStep } from "../kernels/optim.ts";
 import { type Hyperparameters, Optimizer, type ParamsInput } from "./optimizer.ts";
 
 /** Throws unless every named option is a finite number ≥ 0 (and `lr` given). */

@@ -9,7 +9,7 @@ import { computeSettings, kernels } from "../context.ts";
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { formatShape } from "../core/shape.ts";
 import { Tensor } from "../tensor.ts";
-import type { OptimizerStep } from "./kernel.ts";
+import type { OptimizerStep } from "../kernels/optim.ts";
 
 /** Hyperparameters of a group: numbers and flags, as PyTorch's `param_groups` entries. */
 export type Hyperparameters = Record<string, number | boolean>;

@@ -486,7 +486,8 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
     {
       name: "ctcLoss (one sequence, sum)",
       shapes: [[3, 1, 3]],
-      f32: ([lp]) => ops.ctcLoss(lp, Tensor.from([1, 2], [1, 2], { dtype: DType.I32 }), [3], [2], { reduction: "sum" }),
+      f32: ([lp]) =>
+        ops.ctcLoss(lp, Tensor.from([1, 2], [1, 2], { dtype: DType.I32 }), [3], [2], { reduction: "sum" }),
       f64: ([lp]) => {
         const rows = Array.from({ length: 3 }, (_, t) => Array.from(lp.data.subarray(t * 3, t * 3 + 3)));
         return R.f64([], [R.ctcBruteForce(rows, [1, 2], 0)]);

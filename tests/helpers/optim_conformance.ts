@@ -1,7 +1,7 @@
 // Conformance of the native optimizer kernel to the TypeScript reference: random algorithms, flags,
 // coefficients, sizes (around vector widths and the threading threshold) and offsets, both modes, several
 // thread counts; every output element (parameter and state) must have the reference's bits.
-import { nativeOptimizerStep, OptimAlgorithm, referenceOptimizerStep } from "../../src/optim/kernel.ts";
+import { nativeOptimizerStep, OptimAlgorithm, referenceOptimizerStep } from "../../src/kernels/optim.ts";
 import { Tensor } from "../../mod.ts";
 import type { KernelOperand } from "../../src/kernels/types.ts";
 import { Rng } from "./operands.ts";

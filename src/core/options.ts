@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { OptionError, TensorShapeError } from "./core/errors.ts";
+import { OptionError, TensorShapeError } from "./errors.ts";
 
 /** PyTorch's (and NumPy's) spellings of option keys, and zigtensor's. */
 const SPELLINGS: Readonly<Record<string, string>> = {

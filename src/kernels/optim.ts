@@ -9,7 +9,7 @@
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
 import type { NativePointer } from "../native/symbols.ts";
-import type { ComputeSettings, KernelOperand } from "../kernels/types.ts";
+import type { ComputeSettings, KernelOperand } from "./types.ts";
 
 /** The update rules, numbered as `Algorithm` in zig/kernels/optim.zig. */
 export const OptimAlgorithm = {
