@@ -226,7 +226,9 @@ function attentionWorkload(mode: "fwd" | "fwdbwd" | "causal"): Workload {
       `def step():`,
       grad
         ? `    F.scaled_dot_product_attention(q, k, v).sum().backward()\n    zero_grads([q, k, v])`
-        : `    with torch.no_grad(): F.scaled_dot_product_attention(q, k, v, is_causal=${causal ? "True" : "False"})`,
+        : `    with torch.no_grad(): F.scaled_dot_product_attention(q, k, v, is_causal=${
+          causal ? "True" : "False"
+        })`,
     ].join("\n"),
   };
 }
@@ -312,7 +314,9 @@ function streamingWorkload(kind: "add" | "sum", n: number, label: string): Workl
       const b = randn([n]);
       return inference(() => kind === "add" ? ops.add(a, b) : ops.sum(a));
     },
-    torch: `a, b = randn(${n}), randn(${n})\ndef step():\n    ${kind === "add" ? "torch.add(a, b)" : "a.sum()"}`,
+    torch: `a, b = randn(${n}), randn(${n})\ndef step():\n    ${
+      kind === "add" ? "torch.add(a, b)" : "a.sum()"
+    }`,
   };
 }
 
@@ -336,7 +340,9 @@ function gemmWorkload(mode: "fast" | "exact"): Workload {
         }
       });
     },
-    torch: mode === "fast" ? `a, b = randn(${size}, ${size}), randn(${size}, ${size})\ndef step():\n    a @ b` : undefined,
+    torch: mode === "fast"
+      ? `a, b = randn(${size}, ${size}), randn(${size}, ${size})\ndef step():\n    a @ b`
+      : undefined,
   };
 }
 
@@ -441,9 +447,14 @@ const TRANSFORMER_STEP: Workload = (() => {
       const split = (t: Tensor) => ops.permute(ops.reshape(t, [b, l, heads, dh]), [0, 2, 1, 3]);
       return scoped(() => {
         const h = ops.layerNorm(x, d, { weight: p.ln1w, bias: p.ln1b });
-        const o = ops.attention(split(ops.linear(h, p.wq)), split(ops.linear(h, p.wk)), split(ops.linear(h, p.wv)), {
-          causal: true,
-        });
+        const o = ops.attention(
+          split(ops.linear(h, p.wq)),
+          split(ops.linear(h, p.wk)),
+          split(ops.linear(h, p.wv)),
+          {
+            causal: true,
+          },
+        );
         const x1 = ops.add(x, ops.linear(ops.reshape(ops.permute(o, [0, 2, 1, 3]), [b, l, d]), p.wo));
         const h2 = ops.layerNorm(x1, d, { weight: p.ln2w, bias: p.ln2b });
         const y = ops.add(x1, ops.linear(ops.gelu(ops.linear(h2, p.w1, p.b1)), p.w2, p.b2));
@@ -492,7 +503,8 @@ const WORKLOADS: readonly Workload[] = [
       const bias = randn([1024]);
       return inference(() => ops.layerNorm(x, 1024, { weight: w, bias }));
     },
-    torch: `x, w, bias = randn(4096, 1024), randn(1024), randn(1024)\ndef step():\n    F.layer_norm(x, (1024,), w, bias)`,
+    torch:
+      `x, w, bias = randn(4096, 1024), randn(1024), randn(1024)\ndef step():\n    F.layer_norm(x, (1024,), w, bias)`,
   },
   softmaxWorkload(1024, 1024),
   softmaxWorkload(16, 50257),
@@ -570,7 +582,9 @@ function timeCalls(step: () => void): number[] {
 /** The Python that runs the given workloads' torch steps on `threads` threads and prints their times. */
 function torchScript(workloads: readonly Workload[], threads: number): string {
   const makers = workloads.map((w, i) =>
-    `def make_${i}():\n${w.torch!.trim().split("\n").map((line) => `    ${line}`).join("\n")}\n    return step\n`
+    `def make_${i}():\n${
+      w.torch!.trim().split("\n").map((line) => `    ${line}`).join("\n")
+    }\n    return step\n`
   );
   return `${TORCH_PRELUDE}
 torch.set_num_threads(${threads})
@@ -666,7 +680,11 @@ function median(values: readonly number[]): number {
 }
 
 function ms(seconds: number): string {
-  return seconds >= 0.1 ? (seconds * 1e3).toFixed(0) : seconds >= 0.001 ? (seconds * 1e3).toFixed(2) : (seconds * 1e3).toFixed(3);
+  return seconds >= 0.1
+    ? (seconds * 1e3).toFixed(0)
+    : seconds >= 0.001
+    ? (seconds * 1e3).toFixed(2)
+    : (seconds * 1e3).toFixed(3);
 }
 
 /** "median (fastest–slowest)" in ms, or a dash. */
@@ -727,7 +745,10 @@ function report(limits: Limits, torchVersion: string | null, loadBefore: string)
   const fast = medianOf("1/zt/gemm-fast");
   const exact = medianOf("1/zt/gemm-exact");
   if (fast !== undefined && exact !== undefined) {
-    lines.push("", `Exact ÷ fast mode, matmul 512³ on 1 thread: ${(fast / exact).toFixed(2)} of fast mode's speed.`);
+    lines.push(
+      "",
+      `Exact ÷ fast mode, matmul 512³ on 1 thread: ${(fast / exact).toFixed(2)} of fast mode's speed.`,
+    );
   }
   if (THREADS.includes(1) && THREADS.includes(2)) {
     lines.push("", "| 1 → 2 threads (speedup) | zigtensor | PyTorch |", "|---|---|---|");
