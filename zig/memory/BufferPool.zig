@@ -71,7 +71,8 @@ classes: [class_count]Class = @splat(.{}),
 /// Idle bytes over all classes, kept apart from the classes' counters because the cap is pool-wide.
 idle_bytes: std.atomic.Value(u64) = .init(0),
 max_idle_bytes: std.atomic.Value(u64) = .init(default_max_idle_bytes),
-/// Counts releases; orders the classes by the age of their last release.
+/// Counts releases (approximately, under concurrent releases); orders the classes by the age of their last
+/// release.
 release_clock: std.atomic.Value(u64) = .init(0),
 
 pub var global: BufferPool = .{};
@@ -142,7 +143,10 @@ pub fn release(pool: *BufferPool, ptr: [*]align(alignment) u8, n: u64) u32 {
     const index = classIndex(size);
     const class = &pool.classes[index];
     const block: *FreeBlock = @ptrCast(ptr);
-    const now = pool.release_clock.fetchAdd(1, .monotonic) + 1;
+    // A plain load and store, not a locked add: two threads releasing at once may read the same time, which
+    // only makes two classes equally old, and a release stays as cheap as it was.
+    const now = pool.release_clock.load(.monotonic) + 1;
+    pool.release_clock.store(now, .monotonic);
     class.lock.lockUncancelable(io());
     std.debug.assert(class.rented_blocks > 0);
     class.rented_blocks -= 1;
