@@ -61,7 +61,7 @@ test("products of 1 to 4 rows (B streamed, not packed) give the exact bits on 1 
   const layouts = ["row", "transposed", "dilated", "reversed"] as const;
   let cases = 0;
   for (let m = 1; m <= 4; m++) {
-    for (const [n, k] of [[1, 5], [9, 1], [33, 70], [2100, 40], [700, 1500]]) {
+    for (const [n, k] of [[1, 5], [9, 1], [33, 70], [2100, 40], [700, 600]]) {
       const c: MatMulCase = {
         batch: m === 2 ? [3] : [],
         m,
