@@ -5,6 +5,9 @@
 #            and TensorFlow.js with its WebAssembly backend, with npm --prefix
 #   tfjs-node/  @tensorflow/tfjs-node, when its install script can fetch libtensorflow (it downloads from
 #            outside the npm registry, so it may fail: the bench then says so and uses the wasm backend)
+#   torch/   PyTorch (pip torch, with pip --target) for bench/workloads_bench.ts: a few GB with its CUDA
+#            dependencies, so ZIGTENSOR_SKIP_TORCH=1 skips it (the bench also takes ZIGTENSOR_TORCH_PYTHON,
+#            a Python that already imports torch)
 # Each peer is optional: one that fails to install is reported and the bench skips it with a note.
 #
 #   bash bench/peers.sh          install (idempotent)
@@ -39,7 +42,17 @@ if ! npm install --prefix "$PEERS/tfjs-node" --no-audit --no-fund --loglevel=err
     "TensorFlow.js WebAssembly backend instead"
 fi
 
+if [ "${ZIGTENSOR_SKIP_TORCH:-0}" = 1 ]; then
+  echo "== PyTorch skipped (ZIGTENSOR_SKIP_TORCH=1)"
+else
+  echo "== PyTorch (pip --target $PEERS/torch; a few GB)"
+  mkdir -p "$PEERS/torch"
+  if ! python3 -m pip install --quiet --disable-pip-version-check --upgrade --target "$PEERS/torch" torch; then
+    failed+=("torch")
+  fi
+fi
+
 if [ ${#failed[@]} -gt 0 ]; then
   echo "note: could not install: ${failed[*]}; the bench skips them"
 fi
-echo "peers in bench/$PEERS; run: deno bench -A bench/kernels_bench.ts"
+echo "peers in bench/$PEERS; run: deno bench -A bench/kernels_bench.ts (and bench/workloads_bench.ts)"

@@ -57,6 +57,31 @@ test("a matmul larger than one block per axis gives the same exact bits on 1 to 
   assert.equal(result.gapWrites, 0, describe(c));
 });
 
+test("products of 1 to 4 rows (B streamed, not packed) give the exact bits on 1 to 4 threads, batched or not", () => {
+  const layouts = ["row", "transposed", "dilated", "reversed"] as const;
+  let cases = 0;
+  for (let m = 1; m <= 4; m++) {
+    for (const [n, k] of [[1, 5], [9, 1], [33, 70], [2100, 40], [700, 600]]) {
+      const c: MatMulCase = {
+        batch: m === 2 ? [3] : [],
+        m,
+        n,
+        k,
+        layouts: [layouts[(m + n) % 3], layouts[(m + k) % 4], "row"],
+        broadcastA: [],
+        broadcastB: m === 2 ? [true] : [],
+        seed: 100 * m + n + k,
+      };
+      const result = runCase(c, [1, 2, 3, 4]);
+      assert.equal(result.exactMismatches, 0, describe(c));
+      assert.equal(result.fastOutOfBound, 0, describe(c));
+      assert.equal(result.gapWrites, 0, describe(c));
+      cases++;
+    }
+  }
+  assert.equal(cases, 20);
+});
+
 test("K = 0 writes +0 everywhere and an empty output touches nothing", () => {
   const rng = new Rng(3);
   const a = makeOperand([4, 0], "row", [], () => rng.value());

@@ -188,6 +188,32 @@ test("exact reductions and softmax are the same bits for 1, 2, 3 and 4 threads o
         ),
     ],
     [
+      "a full sum over several blocks of 65536, split across the threads",
+      (t) =>
+        run((p, y) =>
+          reduceCase(p, y, 13, {
+            shape: [3 * 65536 + 77],
+            reduced: 1,
+            mode: "exact",
+            op: ReduceOp.Sum,
+            threads: t,
+          })
+        ),
+    ],
+    [
+      "means of two outputs over several blocks each",
+      (t) =>
+        run((p, y) =>
+          reduceCase(p, y, 14, {
+            shape: [2, 97, 1801],
+            reduced: 2,
+            mode: "exact",
+            op: ReduceOp.Mean,
+            threads: t,
+          })
+        ),
+    ],
+    [
       "max over the leading axis",
       (t) =>
         run((p, y) =>

@@ -147,17 +147,28 @@ test("zeroing happens on request, and reuse is deterministic: last released, fir
   for (const block of again) block.release();
 });
 
-test("above maxIdleBytes a released block goes back to the OS; lowering the cap frees idle blocks", () => {
+test("at maxIdleBytes a released block displaces the blocks released longest ago; lowering the cap frees idle blocks", () => {
   const saved = pool.maxIdleBytes;
   try {
-    const held = Storage.rent(1 << 16);
-    pool.maxIdleBytes = pool.stats().idleBytes;
-    assert.equal(pool.maxIdleBytes, pool.stats().idleBytes);
+    pool.maxIdleBytes = 0;
+    // Room for one old 64 KiB block and one 80 KiB block.
+    pool.maxIdleBytes = 65536 + 81920;
+    const old = [Storage.rent(65536), Storage.rent(65536)];
+    for (const storage of old) storage.release();
+    assert.equal(pool.stats().idleBytes, 2 * 65536);
     const before = pool.stats();
-    held.release();
+    Storage.rent(81920).release();
     const after = pool.stats();
-    assert.equal(after.osBytes - before.osBytes, -(1 << 16));
-    assert.equal(after.idleBytes, before.idleBytes);
+    // The new block stayed; one of the old ones went back to the OS to make room.
+    assert.equal(after.misses, before.misses + 1);
+    assert.equal(after.idleBytes, 65536 + 81920);
+    assert.equal(after.osBytes - before.osBytes, 81920 - 65536);
+    // So a loop that comes back to the new size finds its block instead of asking the OS again.
+    Storage.rent(81920).release();
+    assert.equal(pool.stats().misses, after.misses);
+    // A block larger than the cap itself goes back at once and displaces nothing.
+    Storage.rent(1 << 18).release();
+    assert.equal(pool.stats().idleBytes, 65536 + 81920);
     pool.maxIdleBytes = 0;
     const empty = pool.stats();
     assert.equal(empty.idleBytes, 0);

@@ -12,8 +12,10 @@
  *   tanh form's value, computed without its cancellation; `gelu(−∞) = −0`); `erf` is `erf64` below;
  *   `pow` is `Math.pow` with the C99 special cases (`pow(x, ±0) = 1` and `pow(1, y) = 1` even for NaN,
  *   `pow(−1, ±∞) = 1`).
- * - Reductions over the trailing axes: sum and mean add in f64 in ascending row-major order and round once
- *   (mean divides the f64 sum by the count); max and min keep the first of equal values and return the first
+ * - Reductions over the trailing axes: sum and mean add in f64 in ascending row-major order within blocks of
+ *   `SUM_BLOCK` elements, add the block sums in ascending order and round once (mean divides the f64 sum by
+ *   the count); the fixed blocks let a native full sum split across threads with the same bits on every
+ *   thread count. max and min keep the first of equal values and return the first
  *   NaN; argmax is the row-major position within the reduced axes of the first maximum or the first NaN.
  *   An empty sum is 0 and an empty mean NaN.
  * - Softmax over the last axis: m = the row's maximum (NaN if the row holds one), e_i = exp(x_i − m) and
@@ -224,6 +226,12 @@ function binaryLoop(
   );
 }
 
+/**
+ * Elements per block of a sum: each block is added in f64 in ascending order, then the block sums in
+ * ascending order (the native kernels' `sum_block`).
+ */
+export const SUM_BLOCK = 65536;
+
 /** One reduction over the reduced elements at `base` (in `a`), by `op`. */
 function reduceOne(
   op: ReduceOp,
@@ -238,9 +246,17 @@ function reduceOne(
     case ReduceOp.Sum:
     case ReduceOp.Mean: {
       let sum = 0;
+      let block = 0;
+      let filled = 0;
       walk(reduced, (j) => {
-        sum += x[j];
+        block += x[j];
+        if (++filled === SUM_BLOCK) {
+          sum += block;
+          block = 0;
+          filled = 0;
+        }
       }, inner);
+      sum += block;
       return op === ReduceOp.Sum ? sum : sum / count;
     }
     case ReduceOp.Max:

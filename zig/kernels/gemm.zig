@@ -9,6 +9,11 @@
 //! rounding of `acc + a·b`, in ascending k, and the sum is rounded to f32 once. The k loop is never split
 //! across threads or reordered, so exact results are the same bits on every ISA and every thread count,
 //! and equal to the TypeScript reference.
+//!
+//! A product of a few rows (`stream_max_rows`: batch-1 decoding, a small batch through a linear layer) is
+//! bound by reading B, not by arithmetic; packing B would read and write it once more. When B's rows are
+//! contiguous such products skip the packing and stream B once, row after row (`Stream`), with the sums of
+//! a strip of C kept in L1; the same ascending-k sums, so exact mode gives the same bits on either path.
 const std = @import("std");
 const builtin = @import("builtin");
 const abi = @import("../abi.zig");
@@ -417,6 +422,92 @@ pub fn Gemm(comptime T: type) type {
     };
 }
 
+/// Products with at most this many rows stream B instead of packing it (when B's rows are contiguous).
+pub const stream_max_rows = 4;
+
+/// Bytes of the sums of C a streaming task keeps between rows of B: well inside L1, beside the rows of B
+/// that pass through.
+const stream_buffer_bytes = 16 << 10;
+
+/// The streaming product C (m ≤ `stream_max_rows` rows) = A·B for a B whose rows are contiguous
+/// (`cs_b == 1`): for each strip of columns, the strip's sums start at zero and take the rows of B in
+/// ascending k, `unroll` rows at a time, each sum one `acc + a·b` per k. Every B element is read once.
+pub fn Stream(comptime T: type) type {
+    return struct {
+        const lanes = vector_bytes / @sizeOf(T);
+        const V = @Vector(lanes, T);
+        const V32 = @Vector(lanes, f32);
+        const buffer_elems = stream_buffer_bytes / @sizeOf(T);
+
+        /// C = A·B for `p` (p.m ≤ stream_max_rows, p.cs_b == 1), on the calling thread.
+        pub fn multiply(p: Problem) void {
+            std.debug.assert(p.m >= 1 and p.m <= stream_max_rows and p.cs_b == 1);
+            switch (p.m) {
+                inline 1...stream_max_rows => |rows| multiplyRows(rows, p),
+                else => unreachable,
+            }
+        }
+
+        fn multiplyRows(comptime rows: usize, p: Problem) void {
+            // B rows per step: as many as leave registers for the broadcast A values and the sums.
+            const unroll = if (rows <= 2) 4 else 2;
+            const width_max = buffer_elems / rows / lanes * lanes;
+            var sums: [buffer_elems]T align(64) = undefined;
+            var j0: usize = 0;
+            while (j0 < p.n) : (j0 += width_max) {
+                const width = @min(width_max, p.n - j0);
+                @memset(sums[0 .. rows * width], 0);
+                const b = p.b + j0;
+                var k: usize = 0;
+                while (k + unroll <= p.k) : (k += unroll) step(rows, unroll, p, k, b, width, &sums);
+                while (k < p.k) : (k += 1) step(rows, 1, p, k, b, width, &sums);
+                for (0..rows) |i| {
+                    const c = offsetBy([*]f32, p.c, @as(isize, @intCast(i)) * p.rs_c + @as(isize, @intCast(j0)) * p.cs_c);
+                    for (0..width) |j| offsetBy([*]f32, c, @as(isize, @intCast(j)) * p.cs_c)[0] = @floatCast(sums[i * width + j]);
+                }
+            }
+        }
+
+        /// Adds rows k..k+count of B (strip of `width` columns from `b`) times A's columns k..k+count to
+        /// the sums, in ascending k for every sum.
+        inline fn step(comptime rows: usize, comptime count: usize, p: Problem, k: usize, b: [*]const f32, width: usize, sums: *[buffer_elems]T) void {
+            var a: [rows][count]T = undefined;
+            var b_rows: [count][*]const f32 = undefined;
+            inline for (0..count) |u| {
+                const kk: isize = @intCast(k + u);
+                b_rows[u] = offsetBy([*]const f32, b, kk * p.rs_b);
+                inline for (0..rows) |i| a[i][u] = offsetBy([*]const f32, p.a, @as(isize, i) * p.rs_a + kk * p.cs_a)[0];
+            }
+            var j: usize = 0;
+            while (j + lanes <= width) : (j += lanes) {
+                var bv: [count]V = undefined;
+                inline for (0..count) |u| {
+                    const v: V32 = b_rows[u][j..][0..lanes].*;
+                    bv[u] = if (T == f32) v else @floatCast(v);
+                }
+                inline for (0..rows) |i| {
+                    const dst = sums[i * width + j ..][0..lanes];
+                    var acc: V = dst.*;
+                    inline for (0..count) |u| acc = mulAdd(V, @splat(a[i][u]), bv[u], acc);
+                    dst.* = acc;
+                }
+            }
+            while (j < width) : (j += 1) {
+                inline for (0..rows) |i| {
+                    var acc = sums[i * width + j];
+                    inline for (0..count) |u| acc = mulAdd(T, a[i][u], b_rows[u][j], acc);
+                    sums[i * width + j] = acc;
+                }
+            }
+        }
+    };
+}
+
+/// Whether the product takes the streaming path: few rows, B's rows contiguous.
+fn streams(batched: *const Batched) bool {
+    return batched.m <= stream_max_rows and batched.strides[2][batched.batch_rank + 1] == 1;
+}
+
 /// f32 lanes in one vector register.
 const lanes32 = vector_bytes / @sizeOf(f32);
 
@@ -634,8 +725,12 @@ fn Job(comptime T: type) type {
 
         fn execute(rt: *const table.Runtime, original: *const Batched, threads: usize) i32 {
             var oriented = original.*;
-            if (oriented.transposeIsCheaper(G.lanes)) oriented.transpose();
+            if (!streams(&oriented) and oriented.transposeIsCheaper(G.lanes)) oriented.transpose();
             const batched = &oriented;
+            if (streams(batched)) {
+                executeStream(rt, batched, threads);
+                return @intFromEnum(abi.Status.ok);
+            }
             const plan = Plan.init(batched.batchCount(), batched.m, batched.n, batched.k, threads, G.mr, G.nr);
             var job: @This() = .{
                 .batched = batched,
@@ -653,6 +748,40 @@ fn Job(comptime T: type) type {
                 rt.parallelFor(&job, @intCast(plan.tasks), @intCast(plan.tasks), run);
             }
             return @intFromEnum(abi.Status.ok);
+        }
+
+        /// The streaming product of every batch entry, split across threads by batch entry and, when the
+        /// batch does not divide among the threads, by strips of columns (each strip its own sums, so the
+        /// split changes no bits).
+        fn executeStream(rt: *const table.Runtime, batched: *const Batched, threads: usize) void {
+            const Context = struct {
+                batched: *const Batched,
+                plan: Plan,
+
+                fn run(context: *anyopaque, task: u32) callconv(.c) void {
+                    const self: *const @This() = @ptrCast(@alignCast(context));
+                    const plan = self.plan;
+                    const first = task * plan.items / plan.tasks;
+                    const end = (task + 1) * plan.items / plan.tasks;
+                    for (first..end) |item| {
+                        const whole = self.batched.problem(item / plan.n_parts);
+                        const n0 = item % plan.n_parts * plan.n_step;
+                        Stream(T).multiply(whole.sub(0, whole.m, n0, @min(plan.n_step, whole.n - n0)));
+                    }
+                }
+            };
+            // Column strips in whole cache lines, so that two threads never write one line of C.
+            const strip = 64 / @sizeOf(f32);
+            var context: Context = .{
+                .batched = batched,
+                .plan = Plan.init(batched.batchCount(), batched.m, batched.n, batched.k, threads, batched.m, strip),
+            };
+            std.debug.assert(context.plan.m_parts == 1);
+            if (context.plan.tasks == 1) {
+                Context.run(&context, 0);
+            } else {
+                rt.parallelFor(&context, @intCast(context.plan.tasks), @intCast(context.plan.tasks), Context.run);
+            }
         }
     };
 }
@@ -828,6 +957,22 @@ test "exact matmul keeps its bits across KC, MC and NC block edges and thread co
     for ([_]i32{ 1, 2, 3, 4 }) |threads| {
         try runCase(150, 97, 300, .row_major, .row_major, 1, threads, &ThreadPool.runtime);
         try runCase(7, 300, 513, .reversed, .transposed, 1, threads, &ThreadPool.runtime);
+    }
+}
+
+test "the streaming path for a few rows gives the exact bits on 1 to 4 threads and stays within the fast bound" {
+    const ThreadPool = @import("../ThreadPool.zig");
+    // Widths around a vector, and past the strip of sums one task keeps (2048 f64 sums for one row).
+    for (1..stream_max_rows + 1) |m| for ([_]usize{ 1, 7, 9, 33, 4100 }) |n| for ([_]usize{ 1, 3, 6, 257 }) |k| {
+        inline for (.{ Layout.row_major, Layout.transposed, Layout.reversed }) |la| {
+            try runCase(m, n, k, la, .row_major, 1, 1, &serial_runtime);
+            try runCase(m, n, k, la, .row_major, 0, 1, &serial_runtime);
+        }
+    };
+    for ([_]i32{ 1, 2, 3, 4 }) |threads| {
+        try runCase(1, 3000, 700, .row_major, .row_major, 1, threads, &ThreadPool.runtime);
+        try runCase(3, 1500, 900, .transposed, .row_major, 1, threads, &ThreadPool.runtime);
+        try runCase(2, 1500, 900, .row_major, .row_major, 0, threads, &ThreadPool.runtime);
     }
 }
 

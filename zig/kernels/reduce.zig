@@ -3,11 +3,14 @@
 //! the kept axes, operand 1 for all of them, and `args.ints[0]` says how many trailing axes are reduced.
 //!
 //! Meaning (the TypeScript reference's): sum and mean add the reduced elements in f64 in ascending
-//! row-major order and round once (mean divides the f64 sum by the count first); max and min keep the first
+//! row-major order within blocks of `sum_block` elements, add the block sums in ascending order, and round
+//! once (mean divides the f64 sum by the count first). The blocks are fixed by position alone, so a sum too
+//! large for its outputs to keep the threads busy (a full sum) splits its blocks across threads and still
+//! gives the same bits on every thread count. Max and min keep the first
 //! of equal values and return the first NaN; argmax returns the row-major position (within the reduced
 //! axes) of the first maximum, or of the first NaN. An empty sum is 0 and an empty mean NaN; the binding
-//! refuses empty max, min and argmax. Every output is computed by one thread in that order, in both modes,
-//! except that fast-mode sums of rows that step by one add in vector lanes (still in f64).
+//! refuses empty max, min and argmax. Every output is computed in that order, in both modes, except that
+//! fast-mode sums of rows that step by one add in vector lanes (still in f64).
 //!
 //! When the kept axes step by one in the input (a reduction over a leading axis, say) a vector's worth of
 //! outputs is reduced at once, lane by lane, in the same order as the scalar loop: the same bits, faster.
@@ -35,34 +38,102 @@ const Inner = struct {
 
 // --- one output at a time ---
 
-fn SumRow(comptime exact: bool) type {
+/// Elements of a sum per block: the blocks' sums are added in ascending order (see the file's doc).
+pub const sum_block = 1 << 16;
+
+/// Block sums one pass fills at most: a sum of more blocks is done in rounds of this many.
+const max_round_blocks = 1024;
+
+/// `s` plus `len` elements `stride` apart from `p`, in f64, ascending (in vector lanes in fast mode when
+/// the elements are neighbours).
+fn addRun(comptime exact: bool, p: [*]const f32, len: usize, stride: isize, s_in: f64) f64 {
+    var s = s_in;
+    if (!exact and stride == 1 and len >= 4 * lanes) {
+        var acc: [4]V64 = @splat(@splat(0));
+        var i: usize = 0;
+        while (i + 4 * lanes <= len) : (i += 4 * lanes) {
+            inline for (0..4) |k| acc[k] += @as(V64, @floatCast(@as(V, p[i + k * lanes ..][0..lanes].*)));
+        }
+        s += @reduce(.Add, (acc[0] + acc[1]) + (acc[2] + acc[3]));
+        while (i < len) : (i += 1) s += p[i];
+    } else {
+        var o: isize = 0;
+        for (0..len) |_| {
+            s += ew.at([*]const f32, p, o)[0];
+            o += stride;
+        }
+    }
+    return s;
+}
+
+/// Adds the elements at the reduced positions it is shown, in row-major order, to the sum of each one's
+/// block: `sums[position / sum_block - first_block]`.
+fn BlockSums(comptime exact: bool) type {
     return struct {
         a: [*]const f32,
-        inner: *const Inner,
-        sum: f64 = 0,
+        stride: isize,
+        position: usize,
+        first_block: usize,
+        sums: [*]f64,
 
-        pub fn row(self: *@This(), offsets: [1]isize) void {
-            const p = ew.at([*]const f32, self.a, offsets[0]);
-            const len = self.inner.len;
-            var s = self.sum;
-            if (!exact and self.inner.stride == 1 and len >= 4 * lanes) {
-                var acc: [4]V64 = @splat(@splat(0));
-                var i: usize = 0;
-                while (i + 4 * lanes <= len) : (i += 4 * lanes) {
-                    inline for (0..4) |k| acc[k] += @as(V64, @floatCast(@as(V, p[i + k * lanes ..][0..lanes].*)));
-                }
-                s += @reduce(.Add, (acc[0] + acc[1]) + (acc[2] + acc[3]));
-                while (i < len) : (i += 1) s += p[i];
-            } else {
-                var o: isize = 0;
-                for (0..len) |_| {
-                    s += ew.at([*]const f32, p, o)[0];
-                    o += self.inner.stride;
-                }
+        pub fn span(self: *@This(), offsets: [1]isize, begin: usize, end: usize) void {
+            var i = begin;
+            while (i < end) {
+                const block = self.position / sum_block;
+                const take = @min(end - i, (block + 1) * sum_block - self.position);
+                const p = ew.at([*]const f32, self.a, offsets[0] + @as(isize, @intCast(i)) * self.stride);
+                const sum = &self.sums[block - self.first_block];
+                sum.* = addRun(exact, p, take, self.stride, sum.*);
+                i += take;
+                self.position += take;
             }
-            self.sum = s;
         }
     };
+}
+
+/// The threads a sum may split its blocks across, when it is the only work being done.
+const Parallel = struct { rt: *const table.Runtime, threads: i32 };
+
+/// The f64 sum of one output's reduced elements (from `a`), block by block; the blocks of a round are
+/// split across `parallel`'s threads when given.
+fn sumOne(comptime exact: bool, a: [*]const f32, inner: *const Inner, parallel: ?Parallel) f64 {
+    var total: f64 = 0;
+    var sums: [max_round_blocks]f64 = undefined;
+    var first: usize = 0;
+    while (first < inner.count) {
+        const end = @min(inner.count, first + max_round_blocks * sum_block);
+        const first_block = first / sum_block;
+        const blocks = (end - first + sum_block - 1) / sum_block;
+        @memset(sums[0..blocks], 0);
+        const Round = struct {
+            a: [*]const f32,
+            inner: *const Inner,
+            first: usize,
+            first_block: usize,
+            sums: [*]f64,
+
+            pub fn range(round: *const @This(), begin: usize, stop: usize) void {
+                var visit: BlockSums(exact) = .{
+                    .a = round.a,
+                    .stride = round.inner.stride,
+                    .position = round.first + begin,
+                    .first_block = round.first_block,
+                    .sums = round.sums,
+                };
+                ew.forEachSpan(round.inner.rows, round.first + begin, round.first + stop, &visit);
+            }
+        };
+        const round: Round = .{ .a = a, .inner = inner, .first = first, .first_block = first_block, .sums = &sums };
+        if (parallel) |pool| {
+            // Tasks in whole blocks: each block is summed by one thread, in order.
+            ew.parallelRange(pool.rt, pool.threads, end - first, ew.parallel_min_elements, sum_block, &round);
+        } else {
+            round.range(0, end - first);
+        }
+        for (sums[0..blocks]) |sum| total += sum;
+        first = end;
+    }
+    return total;
 }
 
 /// The first maximum (or minimum), or the first NaN; vectors find the value when the row steps by one and
@@ -149,13 +220,12 @@ fn Result(comptime op: ReduceOp) type {
     return if (op.writesI64()) i64 else f32;
 }
 
-fn reduceOne(comptime op: ReduceOp, comptime exact: bool, a: [*]const f32, inner: *const Inner) Result(op) {
+fn reduceOne(comptime op: ReduceOp, comptime exact: bool, a: [*]const f32, inner: *const Inner, parallel: ?Parallel) Result(op) {
     const base = ew.at([*]const f32, a, 0);
     switch (op) {
         .sum, .mean => {
-            var visit: SumRow(exact) = .{ .a = base, .inner = inner };
-            inner.rows.forEachRow(0, inner.rows.rowCount(), &visit);
-            const value = if (op == .mean) visit.sum / @as(f64, @floatFromInt(inner.count)) else visit.sum;
+            const sum = sumOne(exact, base, inner, parallel);
+            const value = if (op == .mean) sum / @as(f64, @floatFromInt(inner.count)) else sum;
             return @floatCast(value);
         },
         .max, .min => {
@@ -185,17 +255,26 @@ fn GroupRow(comptime op: ReduceOp) type {
         a: [*]const f32,
         inner: *const Inner,
         groups: usize,
+        /// Sums of the finished blocks, and of the current one (`filled` elements so far).
         sum: [max_groups]V64 = @splat(@splat(0)),
+        block: [max_groups]V64 = @splat(@splat(0)),
+        filled: usize = 0,
         best: [max_groups]V = @splat(@splat(init)),
 
         pub fn row(self: *@This(), offsets: [1]isize) void {
             var o = offsets[0];
             for (0..self.inner.len) |_| {
                 const p = ew.at([*]const f32, self.a, o);
+                if ((op == .sum or op == .mean) and self.filled == sum_block) {
+                    for (0..self.groups) |g| self.sum[g] += self.block[g];
+                    self.block = @splat(@splat(0));
+                    self.filled = 0;
+                }
+                self.filled += 1;
                 for (0..self.groups) |g| {
                     const v: V = p[g * lanes ..][0..lanes].*;
                     switch (op) {
-                        .sum, .mean => self.sum[g] += @as(V64, @floatCast(v)),
+                        .sum, .mean => self.block[g] += @as(V64, @floatCast(v)),
                         .max, .min => {
                             const best = self.best[g];
                             const take = if (op == .max) v > best else v < best;
@@ -215,9 +294,10 @@ fn reduceGroups(comptime op: ReduceOp, a: [*]const f32, inner: *const Inner, gro
     var visit: GroupRow(op) = .{ .a = a, .inner = inner, .groups = groups };
     inner.rows.forEachRow(0, inner.rows.rowCount(), &visit);
     for (0..groups) |g| {
+        const sum = visit.sum[g] + visit.block[g];
         const values: V = switch (op) {
-            .sum => @floatCast(visit.sum[g]),
-            .mean => @floatCast(visit.sum[g] / @as(V64, @splat(@floatFromInt(inner.count)))),
+            .sum => @floatCast(sum),
+            .mean => @floatCast(sum / @as(V64, @splat(@floatFromInt(inner.count)))),
             .max, .min => visit.best[g],
             .arg_max => comptime unreachable,
         };
@@ -233,10 +313,12 @@ fn ReduceSpan(comptime op: ReduceOp, comptime exact: bool) type {
         a: [*]const f32,
         inner: *const Inner,
         kept: [2]isize,
+        /// Set when the outputs are too few to share out: each one's blocks are split across threads.
+        parallel: ?Parallel = null,
 
         pub fn span(self: *const @This(), offsets: [2]isize, begin: usize, end: usize) void {
             var j = begin;
-            if (op != .arg_max and self.kept[1] == 1) {
+            if (op != .arg_max and self.kept[1] == 1 and self.parallel == null) {
                 while (j + lanes <= end) {
                     const groups: usize = @min(max_groups, (end - j) / lanes);
                     const jj: isize = @intCast(j);
@@ -248,7 +330,7 @@ fn ReduceSpan(comptime op: ReduceOp, comptime exact: bool) type {
             while (j < end) : (j += 1) {
                 const jj: isize = @intCast(j);
                 const a = ew.at([*]const f32, self.a, offsets[1] + jj * self.kept[1]);
-                ew.at([*]T, self.out, offsets[0] + jj * self.kept[0])[0] = reduceOne(op, exact, a, self.inner);
+                ew.at([*]T, self.out, offsets[0] + jj * self.kept[0])[0] = reduceOne(op, exact, a, self.inner, self.parallel);
             }
         }
     };
@@ -284,12 +366,19 @@ pub fn reduceF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8
 
 fn runReduce(comptime op: ReduceOp, comptime exact: bool, rt: *const table.Runtime, args: *const abi.ArgBlock, outer: *const Rows(2), inner: *const Inner, out: [*]u8, a: [*]const u8) void {
     const kept = outer.innerStrides();
-    const visit: ReduceSpan(op, exact) = .{
+    var visit: ReduceSpan(op, exact) = .{
         .out = @ptrCast(@alignCast(out)),
         .a = @ptrCast(@alignCast(a)),
         .inner = inner,
         .kept = kept,
     };
+    const outputs = outer.rowCount() * outer.rowLength();
+    if ((op == .sum or op == .mean) and args.threads > 1 and outputs < args.threads and inner.count >= 2 * sum_block) {
+        // Fewer outputs than threads: one output at a time, its blocks across the threads.
+        visit.parallel = .{ .rt = rt, .threads = args.threads };
+        ew.forEachSpan(outer, 0, outputs, &visit);
+        return;
+    }
     const min_outputs = ew.parallel_min_elements / @max(1, inner.count);
     ew.runSpans(rt, args, outer, &visit, @max(2, min_outputs), if (kept[1] == 1) lanes else 1);
 }
@@ -355,6 +444,53 @@ test "a leading-axis reduction in vector groups gives the scalar loop's bits" {
         }
         for (grouped, scalar) |g, s| {
             try testing.expect(@as(u32, @bitCast(g)) == @as(u32, @bitCast(s)) or (std.math.isNan(g) and std.math.isNan(s)));
+        }
+    }
+}
+
+test "sums add in fixed blocks, so a full sum split across threads keeps its bits" {
+    // Three and a half blocks, with large values that make the block structure visible in the bits.
+    const count = 3 * sum_block + sum_block / 2;
+    const a = try testing.allocator.alloc(f32, count);
+    defer testing.allocator.free(a);
+    for (a, 0..) |*v, i| v.* = @as(f32, @floatFromInt((i * 7919) % 1000)) * 0.001 - 0.5 + if (i % 4099 == 0) @as(f32, 3e7) else 0;
+    var blocked: f64 = 0;
+    var plain: f64 = 0;
+    var b: usize = 0;
+    while (b < count) : (b += sum_block) {
+        var block: f64 = 0;
+        for (a[b..@min(count, b + sum_block)]) |v| block += v;
+        blocked += block;
+    }
+    for (a) |v| plain += v;
+    // Otherwise this test could not tell the blocks from one running sum.
+    try testing.expect(blocked != plain);
+    const want: f32 = @floatCast(blocked);
+    // The same elements in 64 rows of 3584 with a gap after each, so rows cross block edges.
+    const cols = count / 64;
+    const pitch = cols + 16;
+    const padded = try testing.allocator.alloc(f32, 64 * pitch);
+    defer testing.allocator.free(padded);
+    for (0..64) |r| @memcpy(padded[r * pitch ..][0..cols], a[r * cols ..][0..cols]);
+    // Vector groups of neighbouring outputs (a leading-axis reduction) with more rows than a block.
+    const rows = sum_block + sum_block / 3;
+    const wide = try testing.allocator.alloc(f32, rows * lanes);
+    defer testing.allocator.free(wide);
+    for (wide, 0..) |*v, i| v.* = a[i % count] * @as(f32, @floatFromInt(i % 3 + 1));
+    for ([_]i32{ 1, 2, 3, 4 }) |threads| {
+        var out: [1]f32 = undefined;
+        reduceOnce(.sum, 1, threads, &.{@intCast(count)}, 1, &.{}, &.{1}, @ptrCast(&out), a);
+        try testing.expectEqual(@as(u32, @bitCast(want)), @as(u32, @bitCast(out[0])));
+        reduceOnce(.sum, 1, threads, &.{ 64, @intCast(cols) }, 2, &.{}, &.{ @intCast(pitch), 1 }, @ptrCast(&out), padded);
+        try testing.expectEqual(@as(u32, @bitCast(want)), @as(u32, @bitCast(out[0])));
+        reduceOnce(.mean, 1, threads, &.{@intCast(count)}, 1, &.{}, &.{1}, @ptrCast(&out), a);
+        try testing.expectEqual(@as(f32, @floatCast(blocked / count)), out[0]);
+        var grouped: [lanes]f32 = undefined;
+        reduceOnce(.sum, 1, threads, &.{ lanes, @intCast(rows) }, 1, &.{1}, &.{ 1, lanes }, @ptrCast(&grouped), wide);
+        for (0..lanes) |c| {
+            var one: [1]f32 = undefined;
+            reduceOnce(.sum, 1, 1, &.{@intCast(rows)}, 1, &.{}, &.{lanes}, @ptrCast(&one), wide[c..]);
+            try testing.expectEqual(@as(u32, @bitCast(one[0])), @as(u32, @bitCast(grouped[c])));
         }
     }
 }

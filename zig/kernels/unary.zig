@@ -121,7 +121,7 @@ fn runUnary(comptime op: UnaryOp, comptime exact: bool, rt: *const table.Runtime
         .inner = rows.innerStrides(),
     };
     // Transcendental elements cost tens of operations: they pay for a thread sooner.
-    const min_elements: usize = if (isTranscendental(op)) ew.parallel_min_elements / 8 else ew.parallel_min_elements;
+    const min_elements: usize = if (isTranscendental(op)) ew.parallel_min_elements / 8 else ew.streaming_min_elements;
     ew.runSpans(rt, args, rows, &visit, min_elements, 64);
 }
 

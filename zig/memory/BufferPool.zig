@@ -1,5 +1,5 @@
 //! The buffer pool: 64-byte aligned blocks served from size classes, one free list per class, an idle cap
-//! above which released blocks go back to the OS. Safe from many threads (one lock per class guarding its
+//! kept by giving the least recently released classes' idle blocks back to the OS (see `release`). Safe from many threads (one lock per class guarding its
 //! list and counters, one atomic for the pool-wide idle bytes). Deterministic: free lists are LIFO, so the
 //! same sequence of rents and releases gets the same blocks back. In CHECKED builds new and returned memory
 //! reads 0xFF and 64 canary bytes of 0xA5 follow every block's requested length.
@@ -50,6 +50,8 @@ const Class = struct {
     idle_blocks: u64 = 0,
     hits: u64 = 0,
     misses: u64 = 0,
+    /// The pool's release clock when a block of this class was last released: the age of its idle blocks.
+    released_at: u64 = 0,
 };
 
 /// The pool's counters; bytes count whole classes (a 100-byte request counts 128).
@@ -69,6 +71,9 @@ classes: [class_count]Class = @splat(.{}),
 /// Idle bytes over all classes, kept apart from the classes' counters because the cap is pool-wide.
 idle_bytes: std.atomic.Value(u64) = .init(0),
 max_idle_bytes: std.atomic.Value(u64) = .init(default_max_idle_bytes),
+/// Counts releases (approximately, under concurrent releases); orders the classes by the age of their last
+/// release.
+release_clock: std.atomic.Value(u64) = .init(0),
 
 pub var global: BufferPool = .{};
 
@@ -119,20 +124,33 @@ fn rentFresh(class: *Class, size: u64) ?[*]align(alignment) u8 {
 
 /// Returns a block rented with request `n`. In CHECKED builds, returns how many bytes past `n` were
 /// overwritten (the distance to the last damaged canary byte), else 0; the block is recycled either way.
+///
+/// The idle cap: a released block that would take the idle bytes over `max_idle_bytes` is kept, and the
+/// idle blocks of the classes released longest ago go back to the OS until the rest fits (only a block
+/// larger than the cap itself, or one that still does not fit, is freed instead). So a loop whose sizes
+/// change keeps the blocks of the sizes it uses now rather than of those it used first.
 pub fn release(pool: *BufferPool, ptr: [*]align(alignment) u8, n: u64) u32 {
     std.debug.assert(n <= max_request);
     const size = sizeClass(n);
     const overrun = if (checked) canaryDamage(ptr, n) else 0;
     if (checked) @memset(ptr[0..@intCast(size + canary_bytes)], poison_byte);
+    const cap = pool.max_idle_bytes.load(.monotonic);
     const idle = pool.idle_bytes.fetchAdd(size, .monotonic);
-    const keep = idle + size <= pool.max_idle_bytes.load(.monotonic);
+    var keep = size <= cap;
+    if (keep and idle + size > cap) keep = pool.evictOldest(cap);
     if (!keep) _ = pool.idle_bytes.fetchSub(size, .monotonic);
 
-    const class = &pool.classes[classIndex(size)];
+    const index = classIndex(size);
+    const class = &pool.classes[index];
     const block: *FreeBlock = @ptrCast(ptr);
+    // A plain load and store, not a locked add: two threads releasing at once may read the same time, which
+    // only makes two classes equally old, and a release stays as cheap as it was.
+    const now = pool.release_clock.load(.monotonic) + 1;
+    pool.release_clock.store(now, .monotonic);
     class.lock.lockUncancelable(io());
     std.debug.assert(class.rented_blocks > 0);
     class.rented_blocks -= 1;
+    class.released_at = now;
     if (keep) {
         block.next = class.head;
         class.head = block;
@@ -151,6 +169,27 @@ pub fn canaryDamage(ptr: [*]const u8, n: u64) u32 {
         if (byte != canary_byte) last = @intCast(position);
     }
     return last;
+}
+
+/// Frees idle blocks of the least recently released classes (the larger class first between equals)
+/// until the idle bytes fit under `cap`; false if they still do not (other threads' blocks arriving).
+fn evictOldest(pool: *BufferPool, cap: u64) bool {
+    while (pool.idle_bytes.load(.monotonic) > cap) {
+        var oldest: ?usize = null;
+        var oldest_at: u64 = std.math.maxInt(u64);
+        var index: usize = class_count;
+        while (index > 0) {
+            index -= 1;
+            const class = &pool.classes[index];
+            class.lock.lockUncancelable(io());
+            const candidate = class.head != null and class.released_at < oldest_at;
+            if (candidate) oldest_at = class.released_at;
+            class.lock.unlock(io());
+            if (candidate) oldest = index;
+        }
+        if (!pool.freeIdle(oldest orelse return false)) continue;
+    }
+    return true;
 }
 
 /// Frees every idle block back to the OS.
@@ -272,6 +311,36 @@ test "blocks beyond the idle cap go back to the OS" {
     const s = pool.stats();
     try testing.expectEqual(@as(u64, 64), s.idle_bytes);
     try testing.expectEqual(@as(u64, 64), s.os_bytes);
+}
+
+test "at the idle cap a released block displaces the blocks of the classes released longest ago" {
+    var pool: BufferPool = .{};
+    defer pool.trim();
+    pool.max_idle_bytes.store(16384, .monotonic);
+    // Three sizes used once (4096, 5120, 6144: 15360 idle bytes), then a loop over 7168 and 6144.
+    var first: [3][*]align(alignment) u8 = undefined;
+    for (&first, 0..) |*block, i| block.* = pool.rent(4096 + 1024 * i, false).?;
+    for (first, 0..) |block, i| _ = pool.release(block, 4096 + 1024 * i);
+    const misses_before = pool.stats().misses;
+    for (0..10) |_| {
+        const a = pool.rent(7000, false).?;
+        const b = pool.rent(6000, false).?;
+        _ = pool.release(a, 7000);
+        _ = pool.release(b, 6000);
+    }
+    const s = pool.stats();
+    // One fresh block (7168) in ten rounds: the loop never fell back to the OS once its blocks were idle.
+    try testing.expectEqual(misses_before + 1, s.misses);
+    try testing.expectEqual(@as(u64, 7168 + 6144), s.idle_bytes);
+    try testing.expectEqual(s.idle_bytes, pool.idle_bytes.load(.monotonic));
+    // The oldest classes went, oldest first; the one rented again (6144) stayed.
+    try testing.expect(pool.classes[classIndex(4096)].head == null);
+    try testing.expect(pool.classes[classIndex(5120)].head == null);
+    try testing.expect(pool.classes[classIndex(6144)].head != null);
+    // A block larger than the cap itself is freed, and evicts nothing.
+    const huge = pool.rent(5 * 4096, false).?;
+    _ = pool.release(huge, 5 * 4096);
+    try testing.expectEqual(@as(u64, 7168 + 6144), pool.stats().idle_bytes);
 }
 
 test "CHECKED builds poison new memory and report canary damage" {
