@@ -188,6 +188,12 @@ writeFileSync(
   ),
 );
 run(join(bin, "tsc"), ["-p", tsconfig]);
+// tsc rewrites relative `.ts` imports in the JavaScript it emits but not in the declarations.
+for (const file of walk(mainStage).filter((path) => path.endsWith(".d.ts"))) {
+  const path = join(mainStage, file);
+  const text = readFileSync(path, "utf8");
+  writeFileSync(path, text.replace(/((?:from\s+|import\()(["'])\.{1,2}\/[^"']+)\.ts\2/g, "$1.js$2"));
+}
 for (const file of ["README.md", "LICENSE"]) cpSync(join(root, file), join(mainStage, file));
 
 const platformPackage = (platform: string) => `@zigtensor/${platform}`;

@@ -232,8 +232,13 @@ async function platformPackage(
   try {
     path = createRequire(search.moduleUrl).resolve(`${name}/${search.fileName}`);
   } catch (error) {
-    if (isPermissionError(error)) throw permissionError("--allow-read", `look for ${name}`, error);
-    tried.push(`npm package ${name}: not installed`);
+    tried.push(
+      isPermissionError(error)
+        ? `npm package ${name}: not looked for, the Deno permission --allow-read is missing (${
+          (error as Error).message
+        })`
+        : `npm package ${name}: not installed`,
+    );
     return undefined;
   }
   const bytes = readIfPresent(path, `read the library in ${name}`);
@@ -250,7 +255,10 @@ async function platformPackage(
 }
 
 /** The one command that fixes a missing library, for the situation the search found. */
-function remedy(search: LibrarySearch, expected: string | undefined): string {
+function remedy(search: LibrarySearch, expected: string | undefined, tried: readonly string[]): string {
+  if (tried.some((line) => line.includes("the Deno permission --allow-read is missing"))) {
+    return "grant the Deno permission --allow-read (the npm platform package is read from node_modules)";
+  }
   const packaged = Object.keys(search.checksums).length > 0;
   if (!packaged) return `build it with ${BUILD_COMMAND}`;
   if (expected === undefined) {
@@ -299,6 +307,6 @@ export async function locateLibrary(search: LibrarySearch): Promise<string> {
   throw new NativeLibraryError(
     `libzigtensor for ${search.platform} was not found. Tried, in order:\n${
       tried.map((line, index) => `  ${index + 1}. ${line}`).join("\n")
-    }\nTo fix: ${remedy(search, expected)}`,
+    }\nTo fix: ${remedy(search, expected, tried)}`,
   );
 }

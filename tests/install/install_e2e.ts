@@ -292,7 +292,7 @@ test("a fresh npm project type-checks a consumer with strict settings and skipLi
         target: "ESNext",
         module: "NodeNext",
         moduleResolution: "NodeNext",
-        lib: ["ESNext"],
+        lib: ["ESNext", "DOM"],
         types: [],
         strict: true,
         noUncheckedIndexedAccess: true,
