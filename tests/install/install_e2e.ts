@@ -365,7 +365,12 @@ test("JSR: dist/jsr over HTTP in Deno with the documented permissions, then from
     !(await fetch(`http://${host}/deno.json`).then(() => true, () => false)),
     "the server is stopped",
   );
-  const second = succeed(deno, ["run", ...jsrPermissions(host, cache), "smoke.ts"], dir, env);
+  // Later runs: no net and no write permission needed.
+  const later = ["--allow-net", "--allow-write"];
+  const laterPermissions = jsrPermissions(host, cache).filter((flag) =>
+    !later.some((name) => flag.startsWith(name))
+  );
+  const second = succeed(deno, ["run", ...laterPermissions, "smoke.ts"], dir, env);
   assert.equal(smokeOk(second).library, info.library);
   timings.push(`deno run http://…/mod.ts (cache hit, server stopped): ${second.seconds.toFixed(1)} s`);
 
@@ -373,7 +378,7 @@ test("JSR: dist/jsr over HTTP in Deno with the documented permissions, then from
   const bytes = readFileSync(info.library);
   bytes[bytes.length >> 1] ^= 0xff;
   writeFileSync(info.library, bytes);
-  const tampered = run(deno, ["run", ...jsrPermissions(host, cache), "smoke.ts"], dir, env);
+  const tampered = run(deno, ["run", ...laterPermissions, "smoke.ts"], dir, env);
   assert.notEqual(tampered.status, 0);
   assert.match(
     tampered.stderr,
@@ -396,4 +401,19 @@ test("a tampered library byte in a package gives the checksum error and the file
   assert.match(result.stderr, /NativeLibraryError: checksum mismatch for /);
   assert.ok(result.stderr.includes(`SHA-256 is ${await sha256(bytes)}`), "names the file's hash");
   assert.ok(result.stderr.includes(`expects ${shippedHash()}`), "names the expected hash");
+});
+
+test("ZIGTENSOR_LIB with its documented permissions: that file, nothing else", () => {
+  const library = join(dist, "jsr", "lib", platform, libraryFile);
+  const dir = project("override-app", { "smoke.ts": smoke(join(dist, "jsr", "mod.ts")) });
+  const result = succeed(
+    deno,
+    ["run", "--allow-ffi", "--allow-env", `--allow-read=${library}`, "smoke.ts"],
+    dir,
+    {
+      DENO_DIR: join(work, "deno-override"),
+      ZIGTENSOR_LIB: library,
+    },
+  );
+  assert.equal(smokeOk(result).library, library);
 });
