@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -137,13 +137,15 @@ if (!readFileSync(checksumModule, "utf8").includes(libraries[0].hash)) {
 }
 
 // What `deno publish` would upload from dist/jsr must be exactly the folder's files.
-const dryRun = execFileSync(join(bin, "deno"), ["publish", "--dry-run", "--allow-dirty"], {
+const dryRun = spawnSync(join(bin, "deno"), ["publish", "--dry-run", "--allow-dirty"], {
   cwd: jsr,
   encoding: "utf8",
-  stdio: ["ignore", "pipe", "pipe"],
   env: { ...process.env, NO_COLOR: "1" },
 });
-const published = [...dryRun.matchAll(/file:\/\/\S+/g)]
+if (dryRun.status !== 0) {
+  throw new Error(`deno publish --dry-run failed in dist/jsr:\n${dryRun.stdout}${dryRun.stderr}`);
+}
+const published = [...(dryRun.stdout + dryRun.stderr).matchAll(/file:\/\/\S+/g)]
   .map((match) => relative(jsr, fileURLToPath(match[0])).split("\\").join("/")).sort();
 const present = walk(jsr);
 if (published.join("\n") !== present.join("\n")) {

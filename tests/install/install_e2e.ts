@@ -274,7 +274,16 @@ test("bun add zigtensor in a fresh project, then the smoke program", () => {
 
 test("a fresh Deno project imports npm:zigtensor", () => {
   const dir = project("deno-npm-app", { "smoke.ts": smoke(`npm:zigtensor@${version}`) });
-  const result = succeed(deno, ["run", "--allow-ffi", "--allow-read", "--allow-env", "smoke.ts"], dir, {
+  // Deno waits 24 hours before it installs a newly published version; this one was published a moment ago.
+  const args = [
+    "run",
+    "--minimum-dependency-age=0",
+    "--allow-ffi",
+    "--allow-read",
+    "--allow-env",
+    "smoke.ts",
+  ];
+  const result = succeed(deno, args, dir, {
     NPM_CONFIG_REGISTRY: registry,
     DENO_DIR: join(work, "deno-npm"),
   });
