@@ -160,7 +160,6 @@ function smokeOk(result: Result): Record<string, string> {
 
 let registry = "";
 let npmrc = "";
-const timings: string[] = [];
 
 before(async () => {
   assert.ok(
@@ -223,7 +222,6 @@ before(async () => {
 after(async () => {
   for (const child of children) await stopService(child);
   rmSync(work, { recursive: true, force: true });
-  if (timings.length > 0) console.log(`\ntimings:\n  ${timings.join("\n  ")}`);
 });
 
 const npmEnv = () => ({ npm_config_userconfig: npmrc, npm_config_cache: join(work, "npm-cache") });
@@ -265,7 +263,7 @@ test("bun add zigtensor in a fresh project, then the smoke program", () => {
   const info = smokeOk(first);
   assert.equal(info.runtime, "bun");
   assert.match(info.library, new RegExp(`@zigtensor[/\\\\]${platform}[/\\\\]${libraryFile}$`));
-  timings.push(
+  console.log(
     `bun add zigtensor: ${install.seconds.toFixed(1)} s; first op (bun smoke.ts): ${
       first.seconds.toFixed(1)
     } s`,
@@ -290,7 +288,7 @@ test("a fresh Deno project imports npm:zigtensor", () => {
   const info = smokeOk(result);
   assert.equal(info.runtime, "deno");
   assert.match(info.library, new RegExp(`${platform}[/\\\\]${version}[/\\\\]${libraryFile}$`));
-  timings.push(`deno run npm:zigtensor (install and first op): ${result.seconds.toFixed(1)} s`);
+  console.log(`deno run npm:zigtensor (install and first op): ${result.seconds.toFixed(1)} s`);
 });
 
 test("a fresh npm project type-checks a consumer with strict settings and skipLibCheck false", () => {
@@ -367,7 +365,7 @@ test("JSR: dist/jsr over HTTP in Deno with the documented permissions, then from
   const hash = shippedHash();
   assert.equal(info.library, join(cache, hash, libraryFile));
   assert.equal(await sha256(readFileSync(info.library)), hash);
-  timings.push(`deno run http://…/mod.ts (first run, downloads and caches): ${first.seconds.toFixed(1)} s`);
+  console.log(`deno run http://…/mod.ts (first run, downloads and caches): ${first.seconds.toFixed(1)} s`);
 
   await stopService(server);
   assert.ok(
@@ -381,7 +379,7 @@ test("JSR: dist/jsr over HTTP in Deno with the documented permissions, then from
   );
   const second = succeed(deno, ["run", ...laterPermissions, "smoke.ts"], dir, env);
   assert.equal(smokeOk(second).library, info.library);
-  timings.push(`deno run http://…/mod.ts (cache hit, server stopped): ${second.seconds.toFixed(1)} s`);
+  console.log(`deno run http://…/mod.ts (cache hit, server stopped): ${second.seconds.toFixed(1)} s`);
 
   // A flipped byte in the cached copy: refused, both hashes named.
   const bytes = readFileSync(info.library);
