@@ -4,7 +4,7 @@
 //!   zig build                      release library in zig-out/lib
 //!   zig build -Dchecked=true       CHECKED library (poison and canaries) in zig-out/lib/checked
 //!   zig build test                 Zig unit tests for the host variants and for aarch64-linux under qemu
-//!   zig build cross                compiles the library for aarch64-linux, x86_64-macos and aarch64-macos
+//!   zig build dist                 stripped release libraries for every platform in zig-out/dist/<platform>
 const std = @import("std");
 const builtin = @import("builtin");
 const zon = @import("build.zig.zon");
@@ -21,6 +21,20 @@ const Variant = struct {
     name: []const u8,
     arch: std.Target.Cpu.Arch,
     model: *const std.Target.Cpu.Model,
+};
+
+/// A platform zigtensor ships a prebuilt library for: the npm/JSR name and the Zig target. The glibc targets
+/// name the oldest glibc they support (2.17), so the libraries load on every glibc from 2.17 on.
+const Platform = struct { name: []const u8, triple: []const u8 };
+
+const platforms = [_]Platform{
+    .{ .name = "linux-x64-gnu", .triple = "x86_64-linux-gnu.2.17" },
+    .{ .name = "linux-x64-musl", .triple = "x86_64-linux-musl" },
+    .{ .name = "linux-arm64-gnu", .triple = "aarch64-linux-gnu.2.17" },
+    .{ .name = "linux-arm64-musl", .triple = "aarch64-linux-musl" },
+    .{ .name = "darwin-x64", .triple = "x86_64-macos" },
+    .{ .name = "darwin-arm64", .triple = "aarch64-macos" },
+    .{ .name = "win32-x64", .triple = "x86_64-windows-gnu" },
 };
 
 const variants = [_]Variant{
@@ -44,7 +58,7 @@ pub fn build(b: *std.Build) void {
 
     // A library that claims another ABI version, for the binding's refusal test.
     const skew = b.step("abi-skew", "Build a library with a skewed ABI version into zig-out/lib/abi-skew (tests only)");
-    const skew_lib = addLibraryWithSkew(b, target, optimize, checked, 1000);
+    const skew_lib = addLibraryWithOptions(b, target, optimize, checked, 1000, null);
     const skew_install = b.addInstallArtifact(skew_lib, .{ .dest_dir = .{ .override = .{ .custom = "lib/abi-skew" } } });
     skew.dependOn(&skew_install.step);
 
@@ -52,14 +66,16 @@ pub fn build(b: *std.Build) void {
     addHostTests(b, test_step, checked);
     addQemuTests(b, test_step, checked);
 
-    const cross_step = b.step("cross", "Compile the library for aarch64-linux, x86_64-macos and aarch64-macos");
-    for ([_][]const u8{ "aarch64-linux-gnu", "x86_64-macos", "aarch64-macos" }) |triple| {
-        const cross_target = b.resolveTargetQuery(std.Target.Query.parse(.{ .arch_os_abi = triple }) catch unreachable);
-        const cross_lib = addLibrary(b, cross_target, optimize, checked);
-        const cross_install = b.addInstallArtifact(cross_lib, .{
-            .dest_dir = .{ .override = .{ .custom = b.fmt("cross/{s}", .{triple}) } },
+    const dist_step = b.step("dist", "Build stripped release libraries for every platform into zig-out/dist/<platform>");
+    for (platforms) |platform| {
+        const dist_target = b.resolveTargetQuery(std.Target.Query.parse(.{ .arch_os_abi = platform.triple }) catch unreachable);
+        const dist_lib = addLibraryWithOptions(b, dist_target, .ReleaseFast, false, 0, true);
+        const dist_install = b.addInstallArtifact(dist_lib, .{
+            .dest_dir = .{ .override = .{ .custom = b.fmt("dist/{s}", .{platform.name}) } },
+            .implib_dir = .disabled,
+            .pdb_dir = .disabled,
         });
-        cross_step.dependOn(&cross_install.step);
+        dist_step.dependOn(&dist_install.step);
     }
 }
 
@@ -107,16 +123,18 @@ fn addLibrary(
     optimize: std.builtin.OptimizeMode,
     checked: bool,
 ) *std.Build.Step.Compile {
-    return addLibraryWithSkew(b, target, optimize, checked, 0);
+    return addLibraryWithOptions(b, target, optimize, checked, 0, null);
 }
 
-/// `abi_skew` is added to the ABI version the library reports; nonzero only for the refusal test.
-fn addLibraryWithSkew(
+/// `abi_skew` is added to the ABI version the library reports; nonzero only for the refusal test. `strip`
+/// drops symbols and debug information (the shipped libraries), null keeps the optimize mode's default.
+fn addLibraryWithOptions(
     b: *std.Build,
     target: std.Build.ResolvedTarget,
     optimize: std.builtin.OptimizeMode,
     checked: bool,
     abi_skew: u32,
+    strip: ?bool,
 ) *std.Build.Step.Compile {
     const arch = target.result.cpu.arch;
     const core = b.createModule(.{
@@ -125,6 +143,7 @@ fn addLibraryWithSkew(
         .optimize = optimize,
         .link_libc = true,
         .pic = true,
+        .strip = strip,
     });
     const options = buildOptionsStep(b, arch, "core", checked);
     options.addOption(u32, "abi_skew", abi_skew);
@@ -132,7 +151,7 @@ fn addLibraryWithSkew(
     const lib = b.addLibrary(.{ .linkage = .dynamic, .name = "zigtensor", .root_module = core });
     for (variants) |variant| {
         if (variant.arch != arch) continue;
-        lib.root_module.addObject(addVariantObject(b, target, optimize, checked, variant));
+        lib.root_module.addObject(addVariantObject(b, target, optimize, checked, variant, strip));
     }
     return lib;
 }
@@ -143,6 +162,7 @@ fn addVariantObject(
     optimize: std.builtin.OptimizeMode,
     checked: bool,
     variant: Variant,
+    strip: ?bool,
 ) *std.Build.Step.Compile {
     const module = b.createModule(.{
         .root_source_file = b.path("zig/variant.zig"),
@@ -150,6 +170,7 @@ fn addVariantObject(
         .optimize = optimize,
         .link_libc = true,
         .pic = true,
+        .strip = strip,
     });
     module.addImport("build_options", buildOptions(b, target.result.cpu.arch, variant.name, checked));
     return b.addObject(.{ .name = b.fmt("zigtensor_{s}", .{variant.name}), .root_module = module });
@@ -165,7 +186,7 @@ fn installVariantObjects(
 ) void {
     for (variants) |variant| {
         if (variant.arch != target.result.cpu.arch) continue;
-        const object = addVariantObject(b, target, optimize, checked, variant);
+        const object = addVariantObject(b, target, optimize, checked, variant, null);
         const dir = if (checked) "obj/checked" else "obj";
         const install = b.addInstallFile(object.getEmittedBin(), b.fmt("{s}/zigtensor_{s}.o", .{ dir, variant.name }));
         b.getInstallStep().dependOn(&install.step);

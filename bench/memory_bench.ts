@@ -63,7 +63,7 @@ function sizeCases(bytes: number): BenchCase[] {
       name: `fresh native allocation + free (${label(bytes)})`,
       fn: () => {
         const pointer = native.zt_test_os_alloc(bytes) as NativePointer;
-        native.zt_test_os_free(pointer);
+        native.zt_test_os_free(pointer, bytes);
       },
     },
   ];

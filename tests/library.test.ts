@@ -4,33 +4,20 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { NativeLibraryError } from "../mod.ts";
-import { ABI_VERSION, libraryFileName, locateLibrary, requestedIsa } from "../src/native/library.ts";
+import { ABI_VERSION, requestedIsa } from "../src/native/library.ts";
+import { libraryFileName } from "../src/native/locate.ts";
 import { runChild } from "./helpers/subprocess.ts";
 
 const child = new URL("./children/add_slice_child.ts", import.meta.url);
 const zigOut = (path: string) => fileURLToPath(new URL(`../zig-out/${path}`, import.meta.url));
 
-test("ZIGTENSOR_LIB comes first, then the package's build, else an error that says how to build", () => {
-  const exists = (files: string[]) => (path: string) => files.includes(path);
-  assert.equal(locateLibrary("/a/lib.so", "/pkg/lib.so", exists(["/a/lib.so", "/pkg/lib.so"])), "/a/lib.so");
-  assert.equal(locateLibrary(undefined, "/pkg/lib.so", exists(["/pkg/lib.so"])), "/pkg/lib.so");
-  assert.equal(locateLibrary("", "/pkg/lib.so", exists(["/pkg/lib.so"])), "/pkg/lib.so");
-  assert.throws(
-    () => locateLibrary(undefined, "/pkg/lib.so", exists([])),
-    (error: Error) =>
-      error instanceof NativeLibraryError && error.message.includes("/pkg/lib.so") &&
-      error.message.includes("bash scripts/dev.sh build"),
-  );
-  assert.throws(
-    () => locateLibrary("/a/lib.so", "/pkg/lib.so", exists(["/pkg/lib.so"])),
-    (error: Error) =>
-      error instanceof NativeLibraryError && error.message.includes("ZIGTENSOR_LIB is set to /a/lib.so"),
-  );
+test("library file names and ISA requests", () => {
   assert.equal(libraryFileName("linux"), "libzigtensor.so");
   assert.equal(libraryFileName("darwin"), "libzigtensor.dylib");
   assert.equal(libraryFileName("win32"), "zigtensor.dll");
   assert.equal(requestedIsa(undefined), -1);
   assert.equal(requestedIsa("avx2"), 1);
+  assert.throws(() => requestedIsa("sse9"), NativeLibraryError);
 });
 
 test("a missing library at load is a NativeLibraryError naming the path and the build command", () => {

@@ -9,6 +9,7 @@ const dispatch = @import("dispatch.zig");
 const loader = @import("loader.zig");
 const Arena = @import("memory/Arena.zig");
 const BufferPool = @import("memory/BufferPool.zig");
+const aligned = @import("memory/aligned.zig");
 const ThreadPool = @import("ThreadPool.zig");
 // data movement
 const convert = @import("movement/convert.zig");
@@ -211,10 +212,10 @@ export fn zt_test_write_past_end(ptr: *anyopaque, bytes: u32, count: u32) void {
 
 /// A fresh 64-byte aligned allocation straight from the C heap, bypassing the pool (the benchmark's baseline).
 export fn zt_test_os_alloc(bytes: u32) ?*anyopaque {
-    var out: ?*anyopaque = null;
-    return if (std.c.posix_memalign(&out, 64, bytes) == 0) out else null;
+    return aligned.alloc(bytes);
 }
 
-export fn zt_test_os_free(ptr: *anyopaque) void {
-    std.c.free(ptr);
+/// Frees a block of `zt_test_os_alloc(bytes)`, with the same `bytes`.
+export fn zt_test_os_free(ptr: *anyopaque, bytes: u32) void {
+    aligned.free(@ptrCast(@alignCast(ptr)), bytes);
 }

@@ -4,6 +4,7 @@ comptime {
     _ = @import("ThreadPool.zig");
     _ = @import("memory/BufferPool.zig");
     _ = @import("memory/Arena.zig");
+    _ = @import("memory/aligned.zig");
     _ = @import("kernels/rows.zig");
     _ = @import("kernels/ops.zig");
     _ = @import("kernels/elementwise.zig");

@@ -1,13 +1,21 @@
 /**
- * Finding, loading and checking libzigtensor. The library is looked up at `ZIGTENSOR_LIB`, then in the
- * package's own build output; a missing file, an ABI version other than this binding's, or a forced ISA the
- * CPU cannot run throws `NativeLibraryError` at load.
+ * Loading and checking libzigtensor. `locate.ts` finds the file (`ZIGTENSOR_LIB`, the npm platform package,
+ * the file shipped with the package, a checkout's build); a missing file, a checksum mismatch, an ABI version
+ * other than this binding's, or a forced ISA the CPU cannot run throws `NativeLibraryError` at load.
  *
  * @module
  */
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import process from "node:process";
 import { NativeLibraryError } from "../core/errors.ts";
+import { LIBRARY_CHECKSUMS } from "./checksums.ts";
+import {
+  BUILD_COMMAND,
+  cacheDirectory,
+  currentPlatform,
+  libraryFileName,
+  locateLibrary,
+  permissionError,
+} from "./locate.ts";
 import { env, ffi } from "./runtime.ts";
 import type { NativeSymbols } from "./symbols.ts";
 
@@ -18,38 +26,6 @@ export const ABI_VERSION = 1;
 export const ISA_NAMES: readonly IsaName[] = ["baseline", "avx2", "avx512", "neon"];
 /** An instruction-set variant of the kernels. */
 export type IsaName = "baseline" | "avx2" | "avx512" | "neon";
-
-/** The file name of the shared library on this platform. */
-export function libraryFileName(platform: string): string {
-  if (platform === "darwin") return "libzigtensor.dylib";
-  if (platform === "win32") return "zigtensor.dll";
-  return "libzigtensor.so";
-}
-
-/** The command that builds the library, for error messages. */
-export const BUILD_COMMAND = "bash scripts/dev.sh build (or `zig build` in the package root)";
-
-/**
- * Picks the library file: `override` (the `ZIGTENSOR_LIB` variable) when set, else the package's build
- * output; throws `NativeLibraryError` naming the path and the build command when the file is missing.
- */
-export function locateLibrary(
-  override: string | undefined,
-  packageBuild: string,
-  exists: (path: string) => boolean,
-): string {
-  if (override !== undefined && override !== "") {
-    if (exists(override)) return override;
-    throw new NativeLibraryError(
-      `ZIGTENSOR_LIB is set to ${override} but no file is there; unset it to use the package's build, or build ` +
-        `the library with ${BUILD_COMMAND}`,
-    );
-  }
-  if (exists(packageBuild)) return packageBuild;
-  throw new NativeLibraryError(
-    `libzigtensor was not found at ${packageBuild} and ZIGTENSOR_LIB is not set; build it with ${BUILD_COMMAND}`,
-  );
-}
 
 function isaNames(mask: number): IsaName[] {
   return ISA_NAMES.filter((_, id) => (mask & (1 << id)) !== 0);
@@ -83,6 +59,9 @@ export function loadLibrary(path: string, isaRequest: number): LoadedLibrary {
   try {
     symbols = ffi.open(path);
   } catch (cause) {
+    if ((cause as Error).name === "NotCapable" || (cause as Error).name === "PermissionDenied") {
+      throw permissionError(`--allow-ffi`, `open ${path}`, cause);
+    }
     throw new NativeLibraryError(
       `could not load ${path}: ${(cause as Error).message}; rebuild it with ${BUILD_COMMAND}`,
       {
@@ -119,14 +98,18 @@ export function loadLibrary(path: string, isaRequest: number): LoadedLibrary {
   };
 }
 
-function packageBuildPath(): string {
-  const platform = (globalThis as { process?: { platform?: string } }).process?.platform ?? "linux";
-  return fileURLToPath(new URL(`../../zig-out/lib/${libraryFileName(platform)}`, import.meta.url));
-}
-
 /** The library this process uses, loaded once per isolate (each Worker loads the same file). */
 export const library: LoadedLibrary = loadLibrary(
-  locateLibrary(env("ZIGTENSOR_LIB"), packageBuildPath(), existsSync),
+  await locateLibrary({
+    override: env("ZIGTENSOR_LIB"),
+    platform: currentPlatform(),
+    fileName: libraryFileName(process.platform),
+    checksums: LIBRARY_CHECKSUMS,
+    moduleUrl: import.meta.url,
+    shippedDir: "../../lib/",
+    checkoutDir: "../../zig-out/lib/",
+    cacheDir: cacheDirectory(env, process.platform),
+  }),
   requestedIsa(env("ZIGTENSOR_ISA")),
 );
 

@@ -104,8 +104,21 @@ async function detect(): Promise<Ffi> {
 /** The FFI of the runtime this module runs in. */
 export const ffi: Ffi = await detect();
 
-/** An environment variable, or undefined (Deno needs --allow-env for these names). */
+interface DenoEnvApi {
+  permissions: { querySync(descriptor: { name: "env"; variable: string }): { state: string } };
+  env: { get(name: string): string | undefined };
+}
+
+/**
+ * An environment variable, or undefined. In Deno a variable the process may not read (no `--allow-env` for
+ * it) counts as unset, without a prompt, as `@db/sqlite` does.
+ */
 export function env(name: string): string | undefined {
+  const deno = (globalThis as { Deno?: DenoEnvApi }).Deno;
+  if (deno !== undefined) {
+    if (deno.permissions.querySync({ name: "env", variable: name }).state !== "granted") return undefined;
+    return deno.env.get(name);
+  }
   const process = (globalThis as { process?: { env: Record<string, string | undefined> } }).process;
   return process?.env[name];
 }

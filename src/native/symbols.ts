@@ -42,7 +42,7 @@ export const symbols = {
   // buffer pool and arenas, tests and benchmarks only
   zt_test_write_past_end: { parameters: ["ptr", "u32", "u32"], result: "void" },
   zt_test_os_alloc: { parameters: ["u32"], result: "ptr" },
-  zt_test_os_free: { parameters: ["ptr"], result: "void" },
+  zt_test_os_free: { parameters: ["ptr", "u32"], result: "void" },
   zt_thread_jobs: { parameters: [], result: "u32" },
   // data movement: strided copy, casts, f16/bf16, layouts, quantized blocks
   zt_copy: { parameters: ["ptr", "ptr", "ptr"], result: "void" },

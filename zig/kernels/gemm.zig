@@ -19,6 +19,7 @@ const builtin = @import("builtin");
 const abi = @import("../abi.zig");
 const table = @import("table.zig");
 const bench = @import("../bench.zig");
+const aligned = @import("../memory/aligned.zig");
 
 /// out[..., m, n] = Σ_k a[..., m, k] · b[..., k, n]; see `matmulF32`. Returns an `abi.Status`.
 pub const MatmulFn = *const fn (
@@ -792,34 +793,28 @@ fn Job(comptime T: type) type {
 const WorkspaceCache = struct {
     const max_kept_bytes = 64 << 20;
     var busy: std.atomic.Value(bool) = .init(false);
-    var kept: ?[*]u8 = null;
+    var kept: ?[*]align(aligned.alignment) u8 = null;
     var kept_bytes: usize = 0;
 
-    const Lease = struct { memory: [*]u8, cached: bool };
+    const Lease = struct { memory: [*]align(aligned.alignment) u8, bytes: usize, cached: bool };
 
     fn acquire(bytes_wanted: usize) ?Lease {
         const bytes = @max(64, bytes_wanted);
         if (bytes <= max_kept_bytes and busy.cmpxchgStrong(false, true, .acquire, .monotonic) == null) {
             if (kept_bytes < bytes) {
-                if (kept) |old| std.c.free(old);
-                kept = allocate(bytes);
+                if (kept) |old| aligned.free(old, kept_bytes);
+                kept = aligned.alloc(bytes);
                 kept_bytes = if (kept == null) 0 else bytes;
             }
-            if (kept) |memory| return .{ .memory = memory, .cached = true };
+            if (kept) |memory| return .{ .memory = memory, .bytes = kept_bytes, .cached = true };
             busy.store(false, .release);
             return null;
         }
-        return .{ .memory = allocate(bytes) orelse return null, .cached = false };
+        return .{ .memory = aligned.alloc(bytes) orelse return null, .bytes = bytes, .cached = false };
     }
 
     fn release(lease: Lease) void {
-        if (lease.cached) busy.store(false, .release) else std.c.free(lease.memory);
-    }
-
-    fn allocate(bytes: usize) ?[*]u8 {
-        var memory: ?*anyopaque = null;
-        if (std.c.posix_memalign(&memory, 64, bytes) != 0) return null;
-        return @ptrCast(memory.?);
+        if (lease.cached) busy.store(false, .release) else aligned.free(lease.memory, lease.bytes);
     }
 };
 

@@ -6,11 +6,12 @@
 const std = @import("std");
 const builtin = @import("builtin");
 const checked = @import("build_options").checked;
+const aligned = @import("aligned.zig");
 
 const BufferPool = @This();
 const Io = std.Io;
 
-pub const alignment = 64;
+pub const alignment = aligned.alignment;
 pub const canary_bytes = 64;
 pub const canary_byte: u8 = 0xA5;
 pub const poison_byte: u8 = 0xFF;
@@ -114,7 +115,7 @@ pub fn rent(pool: *BufferPool, n: u64, zero: bool) ?[*]align(alignment) u8 {
 
 /// A new block from the OS, counted as a miss of its class.
 fn rentFresh(class: *Class, size: u64) ?[*]align(alignment) u8 {
-    const ptr = osAlloc(blockBytes(size)) orelse return null;
+    const ptr = osAlloc(size) orelse return null;
     class.lock.lockUncancelable(io());
     class.misses += 1;
     class.rented_blocks += 1;
@@ -157,7 +158,7 @@ pub fn release(pool: *BufferPool, ptr: [*]align(alignment) u8, n: u64) u32 {
         class.idle_blocks += 1;
     }
     class.lock.unlock(io());
-    if (!keep) osFree(ptr);
+    if (!keep) osFree(ptr, size);
     return overrun;
 }
 
@@ -221,7 +222,7 @@ fn freeIdle(pool: *BufferPool, index: usize) bool {
     class.idle_blocks -= 1;
     class.lock.unlock(io());
     _ = pool.idle_bytes.fetchSub(classSizeAt(index), .monotonic);
-    osFree(@ptrCast(@alignCast(block)));
+    osFree(@ptrCast(@alignCast(block)), classSizeAt(index));
     return true;
 }
 
@@ -252,14 +253,12 @@ pub fn stats(pool: *BufferPool) Stats {
     return result;
 }
 
-fn osAlloc(bytes: usize) ?[*]align(alignment) u8 {
-    var out: ?*anyopaque = null;
-    if (std.c.posix_memalign(&out, alignment, bytes) != 0) return null;
-    return @ptrCast(@alignCast(out.?));
+fn osAlloc(size: u64) ?[*]align(alignment) u8 {
+    return aligned.alloc(blockBytes(size));
 }
 
-fn osFree(ptr: [*]align(alignment) u8) void {
-    std.c.free(ptr);
+fn osFree(ptr: [*]align(alignment) u8, size: u64) void {
+    aligned.free(ptr, blockBytes(size));
 }
 
 const testing = std.testing;
