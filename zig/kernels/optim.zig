@@ -2,7 +2,7 @@
 //! optimizer's state buffers and writes the new parameter, with no allocation. Every step is a single IEEE
 //! f32 operation (`+ − × ÷`, sqrt, a comparison) on f32 coefficients in a fixed order, so the result is the
 //! same bits on every ISA, for every thread count, in both arithmetic modes, and equal to the TypeScript
-//! reference (`src/optim/kernel.ts`), which spells out the same formulas.
+//! reference (`src/kernels/optim.ts`), which spells out the same formulas.
 //!
 //! Argument block: `op` is an `Algorithm`; ints[0] = element count; ints[1..6] = the element offsets of
 //! param, grad, s0, s1, s2; ints[6] = `Flags` bits; floats = the algorithm's coefficients (below). The state
@@ -33,7 +33,7 @@ pub const Table = extern struct {
 
 pub const table_entries: Table = .{ .step_f32 = stepF32 };
 
-/// The update rules, numbered as `OptimAlgorithm` in src/optim/kernel.ts.
+/// The update rules, numbered as `OptimAlgorithm` in src/kernels/optim.ts.
 pub const Algorithm = enum(i32) {
     /// floats: lr, weight decay, momentum, 1 − dampening; s0: momentum buffer.
     sgd = 0,
