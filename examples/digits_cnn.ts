@@ -1,71 +1,31 @@
 // Trains a small CNN on the UCI handwritten digits (8×8 images, 10 classes; scikit-learn's copy, exported once
-// by examples/data/export_digits.py to digits.npz) with nn modules, AdamW, a cosine schedule and a shuffling DataLoader, then
+// by examples/data/export_digits.py; read by examples/digits.ts) with nn modules, AdamW, a cosine schedule and a shuffling DataLoader, then
 // reports test accuracy, time and the native memory obtained after warm-up. The same model in PyTorch:
 // examples/digits_cnn_torch.py. Run with `npm run example`, `deno run -A examples/digits_cnn.ts` or
 // `bun examples/digits_cnn.ts`. Exits non-zero below 97 % test accuracy.
-import { readFileSync } from "node:fs";
 import process from "node:process";
 import {
   ActivationScope,
   BufferPool,
   DataLoader,
-  DType,
   GradMode,
-  io,
   kernelInfo,
   nn,
   ops,
   optim,
   Progress,
-  Tensor,
+  type Tensor,
 } from "../mod.ts";
+import { digits, digitsModel, readMeta } from "./digits.ts";
 
 const EPOCHS = 15;
 const BATCH = 32;
-
-interface DigitsMeta {
-  count: number;
-  height: number;
-  width: number;
-  maxValue: number;
-  classes: number;
-  train: number;
-}
-
-function readMeta(): DigitsMeta {
-  return JSON.parse(readFileSync(new URL("./data/digits.json", import.meta.url), "utf8")) as DigitsMeta;
-}
-
-/** Pixels scaled to [0, 1] as [N, 1, 8, 8] F32, and labels as I32, for rows `first … end`. */
-function digits(meta: DigitsMeta, first: number, end: number): { images: Tensor; labels: Int32Array } {
-  using data = io.readNpz(new URL("./data/digits.npz", import.meta.url));
-  using _scope = new ActivationScope();
-  const images = data.get("images")!.slice(0, first, end).cast(DType.F32).div(meta.maxValue);
-  const labels = Int32Array.from(data.get("labels")!.slice(0, first, end).toArray() as Uint8Array);
-  return { images: ActivationScope.keep(images.reshape([end - first, 1, meta.height, meta.width])), labels };
-}
-
-/** The model (digits_cnn_torch.py builds the same). */
-function model(): nn.Sequential {
-  return new nn.Sequential(
-    new nn.Conv2d(1, 16, 3, { padding: 1 }),
-    new nn.ReLU(),
-    new nn.Conv2d(16, 32, 3, { padding: 1 }),
-    new nn.ReLU(),
-    new nn.MaxPool2d(2),
-    new nn.Flatten(),
-    new nn.Linear(32 * 4 * 4, 64),
-    new nn.ReLU(),
-    new nn.Dropout(0.25),
-    new nn.Linear(64, 10),
-  );
-}
 
 const meta = readMeta();
 const train = digits(meta, 0, meta.train);
 const test = digits(meta, meta.train, meta.count);
 nn.manualSeed(0);
-using net = model();
+using net = digitsModel();
 using opt = new optim.AdamW(net.parameters(), { lr: 3e-3, weightDecay: 1e-4 });
 using loader = new DataLoader([train.images, train.labels], { batchSize: BATCH, shuffle: true, seed: 0 });
 const schedule = new optim.lr.CosineAnnealingLR(opt, { tMax: EPOCHS * loader.length });

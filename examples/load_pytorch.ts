@@ -5,7 +5,8 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
-import { ActivationScope, DType, GradMode, io, nn } from "../mod.ts";
+import { ActivationScope, GradMode, io } from "../mod.ts";
+import { digits, digitsModel, readMeta } from "./digits.ts";
 
 interface Expected {
   first: number;
@@ -16,21 +17,8 @@ interface Expected {
 
 const data = (name: string) => new URL(`./data/${name}`, import.meta.url);
 const expected = JSON.parse(readFileSync(data("digits_cnn_logits.json"), "utf8")) as Expected;
-const meta = JSON.parse(readFileSync(data("digits.json"), "utf8")) as { count: number; maxValue: number };
 
-// The model of examples/digits_cnn.ts; its state dict keys are PyTorch's ("0.weight", ..., "9.bias").
-using model = new nn.Sequential(
-  new nn.Conv2d(1, 16, 3, { padding: 1 }),
-  new nn.ReLU(),
-  new nn.Conv2d(16, 32, 3, { padding: 1 }),
-  new nn.ReLU(),
-  new nn.MaxPool2d(2),
-  new nn.Flatten(),
-  new nn.Linear(32 * 4 * 4, 64),
-  new nn.ReLU(),
-  new nn.Dropout(0.25),
-  new nn.Linear(64, 10),
-);
+using model = digitsModel();
 {
   using weights = io.loadSafetensors(fileURLToPath(data("digits_cnn.safetensors")));
   model.loadStateDict(weights); // strict: every key present, every shape and dtype equal
@@ -38,9 +26,7 @@ using model = new nn.Sequential(
 }
 model.eval();
 using _scope = new ActivationScope();
-using digits = io.readNpz(data("digits.npz"));
-const x = digits.get("images")!.slice(0, expected.first, expected.first + expected.count).cast(DType.F32)
-  .div(meta.maxValue).reshape([expected.count, 1, 8, 8]);
+using x = digits(readMeta(), expected.first, expected.first + expected.count).images;
 const logits = GradMode.noGrad(() => model.forward(x)).toArray() as Float32Array;
 let worst = 0;
 let agree = 0;
