@@ -69,20 +69,29 @@ export type {
   KernelOperand,
   KernelSet,
   MovementKernels,
+  OptimizerKernels,
   Pool2dParams,
   SpanOperand,
   TensorKernels,
 } from "./src/kernels/types.ts";
 export type { BinaryOp, ReduceOp, SoftmaxOp, UnaryOp } from "./src/kernels/types.ts";
+export type { KernelCode, KernelFamily } from "./src/core/op_table.ts";
+export type { KernelCodes } from "./src/core/op_types.ts";
+export type { OptimAlgorithm, OptimizerStep, OptimizerStepKernel } from "./src/kernels/optim.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {
+  AttributesOf,
   AutogradNode,
   BackwardRecord,
   LeafNode,
+  NormAttributes,
   OpKind,
+  RecordAttributes,
   RecordInput,
+  ReduceAttributes,
   SavedTensor,
+  WindowAttributes,
 } from "./src/autograd/record.ts";
 export * as nn from "./src/nn/mod.ts";
 export * as optim from "./src/optim/mod.ts";

@@ -95,7 +95,8 @@ export function tsTypesSource(): string {
   });
   const families = (Object.keys(KERNEL_FAMILIES) as KernelFamily[]).map((f) => {
     const fields = kernelEntries(f).map(({ kernel }) => `    readonly ${kernel.name}: ${kernel.code};`);
-    return [`  readonly ${f}: {`, ...fields, "  };"].join("\n");
+    return [`  /** The ${f} kernels by name, with their codes. */`, `  readonly ${f}: {`, ...fields, "  };"]
+      .join("\n");
   });
   return [
     "/**",

@@ -66,21 +66,29 @@ export class SavedTensor {
 
 /** Kernel, stride and padding of a 2-D window, each [h, w]. */
 export interface WindowAttributes {
+  /** The window's extent [h, w]. */
   readonly kernel: readonly [number, number];
+  /** The step between windows [h, w]. */
   readonly stride: readonly [number, number];
+  /** The padding on each side [h, w]. */
   readonly padding: readonly [number, number];
 }
 
 /** The reduced axes (normalized, sorted) and whether they were kept as extent 1. */
 export interface ReduceAttributes {
+  /** The reduced axes, normalized and sorted. */
   readonly axes: readonly number[];
+  /** Whether the reduced axes were kept as extent 1. */
   readonly keepDims: boolean;
 }
 
 /** Which optional parameters a normalization had, and its epsilon. */
 export interface NormAttributes {
+  /** Whether a weight was given. */
   readonly hasWeight: boolean;
+  /** Whether a bias was given. */
   readonly hasBias: boolean;
+  /** The epsilon added to the variance. */
   readonly eps: number;
 }
 
@@ -89,29 +97,51 @@ export interface NormAttributes {
  * saved; these are the rest). Kinds not listed keep none.
  */
 export interface RecordAttributes {
+  /** A slice: its axis, start, end and step. */
   Slice: { readonly axis: number; readonly start: number; readonly end: number; readonly step: number };
+  /** A permutation of the axes. */
   Permute: { readonly dims: readonly number[] };
+  /** A flip of one axis. */
   Flip: { readonly axis: number };
+  /** A selection of one index along an axis. */
   Select: { readonly axis: number; readonly index: number };
+  /** A sum over axes. */
   Sum: ReduceAttributes;
+  /** A mean over axes. */
   Mean: ReduceAttributes;
+  /** A maximum over axes. */
   Max: ReduceAttributes;
+  /** A minimum over axes. */
   Min: ReduceAttributes;
+  /** A softmax over one axis, with its input scale. */
   Softmax: { readonly axis: number; readonly scale: number };
+  /** A log-softmax over one axis, with its input scale. */
   LogSoftmax: { readonly axis: number; readonly scale: number };
+  /** A concatenation: the axis and each input's extent along it. */
   Concat: { readonly axis: number; readonly sizes: readonly number[] };
+  /** A layer normalization over the last `normalizedAxes` axes. */
   LayerNorm: NormAttributes & { readonly normalizedAxes: number };
+  /** A batch normalization, in training or evaluation mode. */
   BatchNorm: NormAttributes & { readonly training: boolean; readonly momentum: number };
+  /** A 2-D convolution's window, dilation and groups. */
   Conv2d: WindowAttributes & { readonly dilation: readonly [number, number]; readonly groups: number };
+  /** An average pooling window. */
   AvgPool2d: WindowAttributes;
+  /** A max pooling window. */
   MaxPool2d: WindowAttributes;
+  /** The ignored class of a negative log-likelihood loss. */
   NllLoss: { readonly ignoreIndex: number };
+  /** The padding index of an embedding (−1 for none). */
   Embedding: { readonly paddingIdx: number };
+  /** A CTC loss: blank, reduction and each sequence's length and labels. */
   CtcLoss: {
+    /** The blank label. */
     readonly blank: number;
     /** 0 none, 1 mean, 2 sum. */
     readonly reduction: number;
+    /** Whether infinite losses are zeroed. */
     readonly zeroInfinity: boolean;
+    /** Each sequence's input length and labels. */
     readonly sequences: readonly { readonly inputLength: number; readonly labels: readonly number[] }[];
   };
 }

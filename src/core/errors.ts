@@ -72,6 +72,7 @@ export class OptionError extends TypeError {
   /** The operation that refused the argument. */
   readonly op: string;
 
+  /** An error of `op` whose message states the broken `rule`. */
   constructor(op: string, rule: string, options?: ErrorOptions) {
     super(`${op}: ${rule}`, options);
     this.name = "OptionError";
@@ -212,6 +213,7 @@ export class BackwardNotImplementedError extends Error {
   /** The operation without a backward rule. */
   readonly op: string;
 
+  /** The error for `op`, which has no backward rule. */
   constructor(op: string, options?: ErrorOptions) {
     super(
       `${op}: no backward rule yet, and an input requires gradients; call it under GradMode.noGrad or on ` +
@@ -274,6 +276,7 @@ export class TensorFileError extends Error {
   /** The path read, or "<bytes>" for an in-memory file. */
   readonly source: string;
 
+  /** The error for `source` (a `format` file) with `defect`, explained by `rule`. */
   constructor(
     format: string,
     source: string,

@@ -29,7 +29,7 @@ export const KERNEL_FAMILIES = {
 } as const;
 
 /** A kernel family of the seam. */
-export type KernelFamily = keyof typeof KERNEL_FAMILIES;
+export type KernelFamily = keyof KernelCodes;
 
 /** An op's kernel: its family, its name within the family (the Zig enum field in snake case) and its code. */
 export interface KernelRef {

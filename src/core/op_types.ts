@@ -167,6 +167,7 @@ export type DifferentiableOp =
 
 /** The kernel names of each family mapped to their codes. */
 export interface KernelCodes {
+  /** The binary kernels by name, with their codes. */
   readonly binary: {
     readonly Add: 0;
     readonly Sub: 1;
@@ -182,6 +183,7 @@ export interface KernelCodes {
     readonly Gt: 11;
     readonly Ge: 12;
   };
+  /** The unary kernels by name, with their codes. */
   readonly unary: {
     readonly Neg: 0;
     readonly Abs: 1;
@@ -194,6 +196,7 @@ export interface KernelCodes {
     readonly Gelu: 8;
     readonly Erf: 9;
   };
+  /** The reduce kernels by name, with their codes. */
   readonly reduce: {
     readonly Sum: 0;
     readonly Mean: 1;
@@ -201,6 +204,7 @@ export interface KernelCodes {
     readonly Min: 3;
     readonly ArgMax: 4;
   };
+  /** The softmax kernels by name, with their codes. */
   readonly softmax: {
     readonly Softmax: 0;
     readonly LogSoftmax: 1;

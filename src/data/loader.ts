@@ -42,8 +42,11 @@ export interface DataLoaderOptions {
  * ```
  */
 export class DataLoader implements Iterable<Tensor[]>, Disposable {
+  /** Rows per batch. */
   readonly batchSize: number;
+  /** Whether each epoch visits the rows in a new seeded order. */
   readonly shuffle: boolean;
+  /** Whether a last partial batch is left out. */
   readonly dropLast: boolean;
   /** The number of rows. */
   readonly rows: number;
@@ -53,6 +56,7 @@ export class DataLoader implements Iterable<Tensor[]>, Disposable {
   readonly #random: Xorshift128;
   #batches: Tensor[] | null = null;
 
+  /** Batches the rows (first axis) of `sources`, which all have the same number of rows. */
   constructor(sources: readonly (Tensor | TypedArray)[], options: DataLoaderOptions = {}) {
     const op = "DataLoader";
     this.batchSize = options.batchSize ?? 1;

@@ -52,6 +52,7 @@ export class Progress {
   #step = 0;
   #printed = -1;
 
+  /** Progress towards `total` steps. */
   constructor(total: number, options: ProgressOptions = {}) {
     if (!Number.isInteger(total) || total < 1) {
       throw new RangeError(`Progress: total must be an integer ≥ 1, got ${String(total)}`);

@@ -40,8 +40,11 @@ export const OptimFlags = {
 
 /** One update: the rule, its flags and its coefficients (at most 8, unused ones ignored). */
 export interface OptimizerStep {
+  /** The update rule. */
   readonly algorithm: OptimAlgorithm;
+  /** The rule's flags (nesterov, amsgrad, maximize, ...), as bits. */
   readonly flags: number;
+  /** The rule's coefficients (learning rate, betas, ...), in the rule's order. */
   readonly coefficients: readonly number[];
 }
 

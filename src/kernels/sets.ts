@@ -17,7 +17,6 @@ import {
   referenceDequantize,
   referenceQuantize,
 } from "./quant.ts";
-import type { DType } from "../core/dtype.ts";
 import { nativeOptimizerStep, referenceOptimizerStep } from "./optim.ts";
 
 /**

@@ -42,18 +42,22 @@ export interface ComputeSettings {
 
 /** Binary element-wise operations by kernel name, their codes the native ones (from the op table, `src/core/op_table.ts`). Comparisons write Bool (0/1 bytes); Max and Min give NaN if either side is NaN, like `torch.maximum`. */
 export const BinaryOp: KernelCodes["binary"] = kernelCodes("binary");
+/** A binary kernel's operation code. */
 export type BinaryOp = KernelCode<"binary">;
 
 /** Unary element-wise operations by kernel name (from the op table). GELU is the tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
 export const UnaryOp: KernelCodes["unary"] = kernelCodes("unary");
+/** A unary kernel's operation code. */
 export type UnaryOp = KernelCode<"unary">;
 
 /** Reductions by kernel name (from the op table). ArgMax writes I64 indices. */
 export const ReduceOp: KernelCodes["reduce"] = kernelCodes("reduce");
+/** A reduce kernel's operation code. */
 export type ReduceOp = KernelCode<"reduce">;
 
 /** Softmax family over the last axis, by kernel name (from the op table). */
 export const SoftmaxOp: KernelCodes["softmax"] = kernelCodes("softmax");
+/** A softmax kernel's operation code. */
 export type SoftmaxOp = KernelCode<"softmax">;
 
 /** Geometry of a 2-D max pooling over an NCHW input. */
@@ -208,6 +212,7 @@ export interface BlockKernels {
 
 /** The optimizer update kernel (src/kernels/optim.ts). */
 export interface OptimizerKernels {
+  /** One fused optimizer update over a parameter, its gradient and its state. */
   readonly optimizerStep: OptimizerStepKernel;
 }
 

@@ -14,6 +14,7 @@ export abstract class LRScheduler {
   /** Each group's rate when the schedule was made. */
   readonly baseLrs: readonly number[];
 
+  /** A schedule of `optimizer`'s learning rates. */
   protected constructor(readonly optimizer: Optimizer) {
     this.baseLrs = optimizer.paramGroups.map((g) => Number(g.options.initialLr ?? g.options.lr));
     optimizer.paramGroups.forEach((g, i) => g.options.initialLr = this.baseLrs[i]);
@@ -76,6 +77,7 @@ export class StepLR extends LRScheduler {
   readonly #stepSize: number;
   readonly #gamma: number;
 
+  /** Multiplies the rates by `gamma` every `stepSize` steps. */
   constructor(optimizer: Optimizer, options: { stepSize: number; gamma?: number }) {
     super(optimizer);
     positiveInteger("StepLR", "stepSize", options.stepSize);
@@ -84,6 +86,7 @@ export class StepLR extends LRScheduler {
     this.apply();
   }
 
+  /** The rate of a group whose initial rate is `baseLr`, after `epoch` steps. */
   protected rate(baseLr: number, epoch: number): number {
     return baseLr * this.#gamma ** Math.floor(epoch / this.#stepSize);
   }
@@ -108,6 +111,7 @@ export class CosineAnnealingLR extends LRScheduler {
   readonly #tMax: number;
   readonly #etaMin: number;
 
+  /** Anneals the rates to `etaMin` over `tMax` steps along a cosine. */
   constructor(optimizer: Optimizer, options: { tMax: number; etaMin?: number }) {
     super(optimizer);
     positiveInteger("CosineAnnealingLR", "tMax", options.tMax);
@@ -116,6 +120,7 @@ export class CosineAnnealingLR extends LRScheduler {
     this.apply();
   }
 
+  /** The rate of a group whose initial rate is `baseLr`, after `epoch` steps. */
   protected rate(baseLr: number, epoch: number): number {
     return this.#etaMin + (baseLr - this.#etaMin) * (1 + Math.cos(Math.PI * epoch / this.#tMax)) / 2;
   }
@@ -142,6 +147,7 @@ export class LinearLR extends LRScheduler {
   readonly #end: number;
   readonly #total: number;
 
+  /** Scales the rates linearly from `startFactor` to `endFactor` over `totalIters` steps. */
   constructor(
     optimizer: Optimizer,
     options: { startFactor?: number; endFactor?: number; totalIters?: number } = {},
@@ -157,6 +163,7 @@ export class LinearLR extends LRScheduler {
     this.apply();
   }
 
+  /** The rate of a group whose initial rate is `baseLr`, after `epoch` steps. */
   protected rate(baseLr: number, epoch: number): number {
     const t = Math.min(epoch, this.#total);
     return baseLr * (this.#start + (this.#end - this.#start) * t / this.#total);
@@ -171,7 +178,7 @@ export interface OneCycleOptions {
   readonly totalSteps: number;
   /** The fraction of the cycle spent increasing the rate. @default 0.3 */
   readonly pctStart?: number;
-  /** @default "cos" */
+  /** How the rate falls after its peak. @default "cos" */
   readonly annealStrategy?: "cos" | "linear";
   /** The initial rate is maxLr / divFactor. @default 25 */
   readonly divFactor?: number;
@@ -179,9 +186,9 @@ export interface OneCycleOptions {
   readonly finalDivFactor?: number;
   /** Cycle `momentum` (SGD, RMSprop) or `beta1` (Adam) inversely between the two bounds. @default true */
   readonly cycleMomentum?: boolean;
-  /** @default 0.85 */
+  /** The lower momentum (or beta1) bound. @default 0.85 */
   readonly baseMomentum?: number;
-  /** @default 0.95 */
+  /** The upper momentum (or beta1) bound. @default 0.95 */
   readonly maxMomentum?: number;
 }
 
@@ -207,6 +214,7 @@ export class OneCycleLR extends LRScheduler {
   readonly #maxLrs: readonly number[];
   readonly #momentumKey: "beta1" | "momentum" | null;
 
+  /** One cycle of `options.totalSteps` steps up to `maxLr` and down again. */
   constructor(optimizer: Optimizer, options: OneCycleOptions) {
     const groups = optimizer.paramGroups.length;
     const maxLrs = typeof options.maxLr === "number" ? Array(groups).fill(options.maxLr) : [...options.maxLr];
@@ -253,6 +261,7 @@ export class OneCycleLR extends LRScheduler {
       : (end - start) * pct + start;
   }
 
+  /** The rate of a group whose initial rate is `baseLr`, after `epoch` steps. */
   protected rate(baseLr: number, epoch: number, group: number): number {
     if (epoch > this.#options.totalSteps) {
       throw new RangeError(`OneCycleLR: stepped ${epoch} times, past totalSteps ${this.#options.totalSteps}`);
