@@ -1,7 +1,7 @@
-// PyTorch as an outside oracle: every case in fixtures/torch_ops.json (written by fixtures/make_fixtures.py from
+// PyTorch as an outside oracle: every case in fixtures/torch/*.json (written by fixtures/make_fixtures.py from
 // PyTorch in float64; this test never runs Python) is evaluated here with the native kernels in exact and fast
 // mode and with the reference kernels, and its outputs and the gradients of d(Σ output·G)/d(input) are compared
-// with PyTorch's. To add an op, add one entry to make_fixtures.py and rerun it; nothing here changes.
+// with PyTorch's. To add an op, add one case to a module of fixtures/cases/ and rerun make_fixtures.py; nothing here changes.
 //
 // Tolerance. A float32 result can at best be the f64 result rounded once: |error| ≤ u·|y| with u = 2⁻²⁴. An op
 // computes in float32 through several roundings, each of an intermediate value whose size is bounded by the
@@ -17,7 +17,7 @@
 // its entry; gradients are checked the same way against their own scale.
 // Integer and Bool outputs must match exactly.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import {
   ActivationScope,
@@ -37,7 +37,7 @@ interface Stored {
   readonly requiresGrad?: boolean;
 }
 
-/** One case of torch_ops.json. */
+/** One case of a fixtures/torch/*.json file. */
 interface Case {
   readonly name: string;
   readonly call: unknown;
@@ -48,9 +48,22 @@ interface Case {
   readonly grads?: Record<string, Stored>;
 }
 
-const fixture = JSON.parse(
-  readFileSync(new URL("./fixtures/torch_ops.json", import.meta.url), "utf8"),
-) as { torch: string; cases: Case[]; reprs: { call: unknown; repr: string }[] };
+/** One fixtures/torch/*.json file: the cases of one module of fixtures/cases/. */
+interface FixtureFile {
+  readonly torch: string;
+  readonly cases: Case[];
+  readonly reprs: { call: unknown; repr: string }[];
+}
+
+const FIXTURES = new URL("./fixtures/torch/", import.meta.url);
+const files = readdirSync(FIXTURES).filter((f) => f.endsWith(".json")).sort().map((f) =>
+  JSON.parse(readFileSync(new URL(f, FIXTURES), "utf8")) as FixtureFile
+);
+const fixture = {
+  torch: [...new Set(files.map((f) => f.torch))].join(", "),
+  cases: files.flatMap((f) => f.cases),
+  reprs: files.flatMap((f) => f.reprs),
+};
 
 const U = 2 ** -24;
 
