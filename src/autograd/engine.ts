@@ -8,7 +8,7 @@
  */
 import { DType } from "../core/dtype.ts";
 import { runBackwardRule } from "../context.ts";
-import { addInto, binaryKernel } from "../ops/elementwise.ts";
+import { addInto, binaryKernel } from "../ops/common.ts";
 import { formatShape } from "../core/shape.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { BinaryOp } from "../kernels/types.ts";

@@ -9,7 +9,7 @@ import { Xorshift128 } from "../core/random.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import * as ops from "../ops/mod.ts";
-import { pair } from "../ops/nn.ts";
+import { pair } from "../ops/common.ts";
 import { drawSeed, fanInUniform, normal } from "./init.ts";
 import { Module } from "./module.ts";
 

@@ -15,11 +15,10 @@ import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { addInto, checkF32, newOutput } from "./elementwise.ts";
+import { addInto, checkF32, checkPadded, newOutput, pair, windowStride } from "./common.ts";
 import { matmul } from "./linalg.ts";
 import { reshape, squeeze, unsqueeze, viewOf } from "./views.ts";
 import { copyElements } from "./copy.ts";
-import { checkPadded, pair, windowStride } from "./nn.ts";
 
 /** Options of `conv2d`: a number or `[h, w]` for each of stride, padding and dilation. */
 export interface Conv2dOptions {

@@ -7,7 +7,7 @@
 import { type DType, dtypeInfo, type DTypeLike, toDType } from "../core/dtype.ts";
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { describe } from "../core/options.ts";
-import { checkTensor } from "./elementwise.ts";
+import { checkTensor } from "./common.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { Layout, nhwcStrides } from "../core/layout.ts";
 import { checkBytes, checkShape, contiguousStrides, formatShape } from "../core/shape.ts";

@@ -5,79 +5,16 @@
  *
  * @module
  */
-import { DTypeError, OptionError, StaleTensorError, TensorShapeError } from "../core/errors.ts";
-import { describe } from "../core/options.ts";
-import { DType, dtypeInfo } from "../core/dtype.ts";
-import { computeSettings, GradMode, kernels } from "../context.ts";
-import { broadcastShapes, formatShape } from "../core/shape.ts";
-import { allocate, Tensor } from "../tensor.ts";
-import { expandView } from "../core/views.ts";
-import { BinaryOp, UnaryOp } from "../kernels/types.ts";
+import { DType } from "../core/dtype.ts";
+import { GradMode } from "../context.ts";
+import { allocate, type Tensor } from "../tensor.ts";
+import { UnaryOp } from "../kernels/types.ts";
+import { binaryKernel, checkF32, unaryKernel } from "./common.ts";
 import { recordOp, shouldRecord } from "../autograd/record.ts";
 import { kernelCode } from "../core/op_table.ts";
 
 /** A tensor operand or a number (an F32 scalar). */
 export type Operand = Tensor | number;
-
-/**
- * `value` checked to be a live tensor: an `OptionError` for anything else, a `StaleTensorError` when its
- * storage was released (its view is checked again at the native boundary, `Tensor.operand`). Ops check their inputs with it before allocating, so a refused call leaves nothing
- * behind.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { Tensor } from "@zigtensor/zigtensor";
- * import { checkTensor } from "./elementwise.ts";
- * const t = Tensor.zeros([2]);
- * assert.equal(checkTensor("clone", "the input", t), t);
- * t.dispose();
- * assert.throws(() => checkTensor("clone", "the input", t));
- * ```
- */
-export function checkTensor(op: string, name: string, value: unknown): Tensor {
-  if (!(value instanceof Tensor)) {
-    throw new OptionError(op, `${name} must be a Tensor, got ${describe(value)}`);
-  }
-  if (value.storage.isReleased) throw new StaleTensorError(op);
-  return value;
-}
-
-/** Eager arithmetic takes F32 tensors (integers are for indices and labels). */
-export function checkF32(op: string, ...tensors: readonly Tensor[]): void {
-  for (const t of tensors) {
-    checkTensor(op, "an operand", t);
-    if (t.dtype !== DType.F32 || t.blockSize > 0) {
-      throw new DTypeError(
-        op,
-        `${op} computes on plain F32 tensors, got ${
-          t.blockSize > 0 ? `a blocked NchwC(${t.blockSize})` : dtypeInfo(t.dtype).name
-        } tensor; cast() it first`,
-      );
-    }
-  }
-}
-
-/** An optional F32 parameter (a weight, a bias, a state) must have exactly `shape` when given. */
-export function checkParameter(
-  op: string,
-  name: string,
-  t: Tensor | undefined,
-  shape: readonly number[],
-): void {
-  if (t === undefined) return;
-  checkF32(op, t);
-  if (t.rank !== shape.length || t.shape.some((e, i) => e !== shape[i])) {
-    throw new TensorShapeError(
-      op,
-      `${name} must have shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
-      [
-        shape,
-        t.shape,
-      ],
-    );
-  }
-}
 
 /** A number as a rank-0 F32 tensor in the current scope. */
 function scalarOperand(value: number): Tensor {
@@ -89,61 +26,6 @@ function scalarOperand(value: number): Tensor {
 /** A checked operand as a tensor (the caller checked tensor operands with `checkF32` first). */
 function asTensor(value: Operand): Tensor {
   return typeof value === "number" ? scalarOperand(value) : value;
-}
-
-/** Strides that read `t` at the broadcast `shape` (stride 0 along stretched axes). */
-export function broadcastStrides(t: Tensor, shape: readonly number[], op: string): readonly number[] {
-  if (t.rank === shape.length && t.shape.every((e, i) => e === shape[i])) return t.strides;
-  return expandView(t, shape, op).strides;
-}
-
-/**
- * target += source in place, `source` broadcast to `target`'s shape; counts as a write to `target`. The one
- * in-place accumulation (convolution's fold, its bias, the engine's leaf gradients).
- */
-export function addInto(op: string, target: Tensor, source: Tensor): void {
-  const settings = computeSettings();
-  const out = target.operand(op);
-  kernels().binary(
-    BinaryOp.Add,
-    target.shape,
-    out,
-    out,
-    source.operand(op, broadcastStrides(source, target.shape, op)),
-    settings,
-  );
-  target.storage.bumpVersion();
-}
-
-/** Allocates an F32 output of `shape` in the current scope. */
-export function newOutput(
-  op: string,
-  shape: readonly number[],
-  dtype: typeof DType.F32 | typeof DType.Bool = DType.F32,
-): Tensor {
-  return allocate(op, shape, dtype, false, { scoped: true });
-}
-
-/** out = a (kind) b with broadcasting; the output is Bool for comparisons. */
-export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): Tensor {
-  const shape = broadcastShapes(op, a.shape, b.shape);
-  const out = newOutput(op, shape, kind >= BinaryOp.Eq ? DType.Bool : DType.F32);
-  kernels().binary(
-    kind,
-    shape,
-    out.operand(op),
-    a.operand(op, broadcastStrides(a, shape, op)),
-    b.operand(op, broadcastStrides(b, shape, op)),
-    computeSettings(),
-  );
-  return out;
-}
-
-/** out = kind(a). */
-export function unaryKernel(op: string, kind: UnaryOp, a: Tensor): Tensor {
-  const out = newOutput(op, a.shape);
-  kernels().unary(kind, a.shape, out.operand(op), a.operand(op), computeSettings());
-  return out;
 }
 
 /** The binary ops of the op table, by their name in `ops`. */

@@ -11,7 +11,8 @@ import { broadcastShapes, formatShape } from "../core/shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { add, checkF32, newOutput } from "./elementwise.ts";
+import { add } from "./elementwise.ts";
+import { checkF32, newOutput } from "./common.ts";
 import { squeeze, transpose, unsqueeze } from "./views.ts";
 
 /** The strides of `t` ([..., R, C]) read at the batch shape `batch`. */

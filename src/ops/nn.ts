@@ -5,14 +5,15 @@
  * @module
  */
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
-import { checkBoolean, checkInteger, checkOptions, describe, INT32_MAX } from "../core/options.ts";
+import { checkBoolean, checkOptions } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { add, checkF32, checkTensor, mul, newOutput } from "./elementwise.ts";
+import { add, mul } from "./elementwise.ts";
+import { checkF32, checkPadded, checkTensor, newOutput, pair, windowStride } from "./common.ts";
 import { matmul } from "./linalg.ts";
 import { logSoftmax, softmax } from "./reduce.ts";
 import { transpose, viewOf } from "./views.ts";
@@ -26,55 +27,6 @@ export interface Pool2dOptions {
   readonly stride?: number | readonly [number, number];
   /** −∞ added on both sides of each spatial axis; smaller than the kernel. @default 0 */
   readonly padding?: number | readonly [number, number];
-}
-
-/**
- * A number or `[h, w]` as a checked pair of integers from `min` to `max` (an `OptionError` for anything else,
- * a `TensorShapeError` naming the limit for an integer out of range).
- */
-export function pair(
-  op: string,
-  name: string,
-  value: number | readonly [number, number] | undefined,
-  min: number,
-  max: number = INT32_MAX,
-): [number, number] {
-  if (typeof value === "number") {
-    const v = checkInteger(op, name, value, min, max);
-    return [v, v];
-  }
-  if (!Array.isArray(value) || value.length !== 2) {
-    throw new OptionError(
-      op,
-      `${name} must be an integer ≥ ${min} or a pair [h, w] of them, got ${describe(value)}`,
-    );
-  }
-  return [checkInteger(op, name, value[0], min, max), checkInteger(op, name, value[1], min, max)];
-}
-
-/**
- * A window's stride, clamped: any stride at least the padded extent gives one output position, so a stride of
- * 2^31 or more (which PyTorch accepts) is computed as one of 2^31 − 1, never refused.
- */
-export function windowStride(
-  op: string,
-  value: number | readonly [number, number] | undefined,
-): [number, number] {
-  const [h, w] = pair(op, "stride", value, 1, Number.MAX_SAFE_INTEGER);
-  return [Math.min(h, INT32_MAX), Math.min(w, INT32_MAX)];
-}
-
-/** Throws unless an extent padded on both sides stays within what the native side indexes (2^31 − 1). */
-export function checkPadded(op: string, shape: readonly number[], size: number, padding: number): number {
-  const padded = size + 2 * padding;
-  if (padded > INT32_MAX) {
-    throw new TensorShapeError(
-      op,
-      `padding ${padding} makes an extent of ${padded}; a padded extent must be at most 2^31 − 1`,
-      [shape],
-    );
-  }
-  return padded;
 }
 
 const POOL_KEYS = ["kernel", "stride", "padding"] as const;

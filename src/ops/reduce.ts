@@ -14,7 +14,7 @@ import { allocate, type Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { recordOp } from "../autograd/record.ts";
 import { kernelCode } from "../core/op_table.ts";
-import { checkF32, newOutput } from "./elementwise.ts";
+import { checkF32, newOutput } from "./common.ts";
 
 /** Options of the reductions. */
 export interface ReduceOptions {

@@ -1,0 +1,179 @@
+/**
+ * The helpers every op shares: input checks (`checkTensor`, `checkF32`, `checkParameter`), option pairs
+ * (`pair`, `windowStride`, `checkPadded`), outputs (`newOutput`), broadcast strides, the one-call element-wise
+ * kernels (`binaryKernel`, `unaryKernel`) and the one in-place accumulation (`addInto`).
+ *
+ * @module
+ */
+import { DTypeError, OptionError, StaleTensorError, TensorShapeError } from "../core/errors.ts";
+import { checkInteger, describe, INT32_MAX } from "../core/options.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
+import { computeSettings, kernels } from "../context.ts";
+import { broadcastShapes, formatShape } from "../core/shape.ts";
+import { allocate, Tensor } from "../tensor.ts";
+import { expandView } from "../core/views.ts";
+import { BinaryOp, type UnaryOp } from "../kernels/types.ts";
+
+/**
+ * `value` checked to be a live tensor: an `OptionError` for anything else, a `StaleTensorError` when its
+ * storage was released (its view is checked again at the native boundary, `Tensor.operand`). Ops check their inputs with it before allocating, so a refused call leaves nothing
+ * behind.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Tensor } from "@zigtensor/zigtensor";
+ * import { checkTensor } from "./common.ts";
+ * const t = Tensor.zeros([2]);
+ * assert.equal(checkTensor("clone", "the input", t), t);
+ * t.dispose();
+ * assert.throws(() => checkTensor("clone", "the input", t));
+ * ```
+ */
+export function checkTensor(op: string, name: string, value: unknown): Tensor {
+  if (!(value instanceof Tensor)) {
+    throw new OptionError(op, `${name} must be a Tensor, got ${describe(value)}`);
+  }
+  if (value.storage.isReleased) throw new StaleTensorError(op);
+  return value;
+}
+
+/** Eager arithmetic takes F32 tensors (integers are for indices and labels). */
+export function checkF32(op: string, ...tensors: readonly Tensor[]): void {
+  for (const t of tensors) {
+    checkTensor(op, "an operand", t);
+    if (t.dtype !== DType.F32 || t.blockSize > 0) {
+      throw new DTypeError(
+        op,
+        `${op} computes on plain F32 tensors, got ${
+          t.blockSize > 0 ? `a blocked NchwC(${t.blockSize})` : dtypeInfo(t.dtype).name
+        } tensor; cast() it first`,
+      );
+    }
+  }
+}
+
+/** An optional F32 parameter (a weight, a bias, a state) must have exactly `shape` when given. */
+export function checkParameter(
+  op: string,
+  name: string,
+  t: Tensor | undefined,
+  shape: readonly number[],
+): void {
+  if (t === undefined) return;
+  checkF32(op, t);
+  if (t.rank !== shape.length || t.shape.some((e, i) => e !== shape[i])) {
+    throw new TensorShapeError(
+      op,
+      `${name} must have shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
+      [
+        shape,
+        t.shape,
+      ],
+    );
+  }
+}
+
+/** Strides that read `t` at the broadcast `shape` (stride 0 along stretched axes). */
+export function broadcastStrides(t: Tensor, shape: readonly number[], op: string): readonly number[] {
+  if (t.rank === shape.length && t.shape.every((e, i) => e === shape[i])) return t.strides;
+  return expandView(t, shape, op).strides;
+}
+
+/**
+ * target += source in place, `source` broadcast to `target`'s shape; counts as a write to `target`. The one
+ * in-place accumulation (convolution's fold, its bias, the engine's leaf gradients).
+ */
+export function addInto(op: string, target: Tensor, source: Tensor): void {
+  const settings = computeSettings();
+  const out = target.operand(op);
+  kernels().binary(
+    BinaryOp.Add,
+    target.shape,
+    out,
+    out,
+    source.operand(op, broadcastStrides(source, target.shape, op)),
+    settings,
+  );
+  target.storage.bumpVersion();
+}
+
+/** Allocates an F32 output of `shape` in the current scope. */
+export function newOutput(
+  op: string,
+  shape: readonly number[],
+  dtype: typeof DType.F32 | typeof DType.Bool = DType.F32,
+): Tensor {
+  return allocate(op, shape, dtype, false, { scoped: true });
+}
+
+/** out = a (kind) b with broadcasting; the output is Bool for comparisons. */
+export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): Tensor {
+  const shape = broadcastShapes(op, a.shape, b.shape);
+  const out = newOutput(op, shape, kind >= BinaryOp.Eq ? DType.Bool : DType.F32);
+  kernels().binary(
+    kind,
+    shape,
+    out.operand(op),
+    a.operand(op, broadcastStrides(a, shape, op)),
+    b.operand(op, broadcastStrides(b, shape, op)),
+    computeSettings(),
+  );
+  return out;
+}
+
+/** out = kind(a). */
+export function unaryKernel(op: string, kind: UnaryOp, a: Tensor): Tensor {
+  const out = newOutput(op, a.shape);
+  kernels().unary(kind, a.shape, out.operand(op), a.operand(op), computeSettings());
+  return out;
+}
+
+/**
+ * A number or `[h, w]` as a checked pair of integers from `min` to `max` (an `OptionError` for anything else,
+ * a `TensorShapeError` naming the limit for an integer out of range).
+ */
+export function pair(
+  op: string,
+  name: string,
+  value: number | readonly [number, number] | undefined,
+  min: number,
+  max: number = INT32_MAX,
+): [number, number] {
+  if (typeof value === "number") {
+    const v = checkInteger(op, name, value, min, max);
+    return [v, v];
+  }
+  if (!Array.isArray(value) || value.length !== 2) {
+    throw new OptionError(
+      op,
+      `${name} must be an integer ≥ ${min} or a pair [h, w] of them, got ${describe(value)}`,
+    );
+  }
+  return [checkInteger(op, name, value[0], min, max), checkInteger(op, name, value[1], min, max)];
+}
+
+/**
+ * A window's stride, clamped: any stride at least the padded extent gives one output position, so a stride of
+ * 2^31 or more (which PyTorch accepts) is computed as one of 2^31 − 1, never refused.
+ */
+export function windowStride(
+  op: string,
+  value: number | readonly [number, number] | undefined,
+): [number, number] {
+  const [h, w] = pair(op, "stride", value, 1, Number.MAX_SAFE_INTEGER);
+  return [Math.min(h, INT32_MAX), Math.min(w, INT32_MAX)];
+}
+
+/** Throws unless an extent padded on both sides stays within what the native side indexes (2^31 − 1). */
+export function checkPadded(op: string, shape: readonly number[], size: number, padding: number): number {
+  const padded = size + 2 * padding;
+  if (padded > INT32_MAX) {
+    throw new TensorShapeError(
+      op,
+      `padding ${padding} makes an extent of ${padded}; a padded extent must be at most 2^31 − 1`,
+      [shape],
+    );
+  }
+  return padded;
+}
