@@ -2,7 +2,8 @@
  * Generates the two files the op table (`src/core/op_table.ts`) determines: `zig/kernels/ops.zig`, the Zig side
  * (one enum per kernel family with the table's codes, and the dtype rule the kernels need: which binary ops
  * write Bool, which reduction writes I64), and `src/core/op_types.ts`, the table's names and codes as explicit
- * types (a published module may not export inferred types). Run `deno run -A scripts/gen_ops.ts` after
+ * types (a published module may not export inferred types), with the op names of each kernel family
+ * (`BinaryOpName`, `UnaryOpName`, …) so that no other file lists them. Run `deno run -A scripts/gen_ops.ts` after
  * editing the table; `tests/op_table.test.ts` fails while a committed file differs from what the table
  * generates.
  *
@@ -117,6 +118,21 @@ export function tsTypesSource(): string {
       "The differentiable operators: with a rule, composed of recording ops, or still without a rule.",
       names.filter((op) => OPS[op].grad !== "none"),
     ),
+    "",
+    ...(Object.keys(KERNEL_FAMILIES) as KernelFamily[]).flatMap((f) => [
+      union(
+        `${KERNEL_FAMILIES[f].zigEnum}Name`,
+        `The operators whose kernel is in the \`${f}\` family (their names in \`ops\`).`,
+        kernelEntries(f).map(({ op }) => op),
+      ),
+      "",
+    ]),
+    "/** Each kernel family's operator names. */",
+    "export interface KernelOpNames {",
+    ...(Object.keys(KERNEL_FAMILIES) as KernelFamily[]).map((f) =>
+      `  /** The \`${f}\` family's operators. */\n  readonly ${f}: ${KERNEL_FAMILIES[f].zigEnum}Name;`
+    ),
+    "}",
     "",
     "/** The kernel names of each family mapped to their codes. */",
     "export interface KernelCodes {",

@@ -83,3 +83,10 @@ test("an op defined by a test-only table entry: recorded by its entry, or refuse
   using none = square({ dtypes: "f32", grad: "none" }, x);
   assert.equal(none.requiresGrad, false);
 });
+
+test("the op table and `ops` name the same operators (a table entry without its public function fails here)", () => {
+  const functions = Object.keys(ops).filter((name) =>
+    typeof (ops as Record<string, unknown>)[name] === "function"
+  );
+  assert.deepEqual(functions.sort(), Object.keys(OPS).sort());
+});

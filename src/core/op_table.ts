@@ -12,13 +12,23 @@
  *   `BackwardNotImplementedError` when asked for a gradient instead of giving a wrong one).
  *
  * The module is plain data, so the generator and every layer can read it. The names and codes as types
- * (`OpName`, `RecordKind`, `KernelCodes`) are generated into `src/core/op_types.ts` with the Zig file, because
+ * (`OpName`, `RecordKind`, `KernelCodes`, the op names of each kernel family) are generated into `src/core/op_types.ts` with the Zig file, because
  * a published module needs explicit types.
  *
  * @module
  */
-import type { KernelCodes, OpName } from "./op_types.ts";
-export type { DifferentiableOp, KernelCodes, OpName, RecordKind } from "./op_types.ts";
+import type { KernelCodes, KernelOpNames, OpName } from "./op_types.ts";
+export type {
+  BinaryOpName,
+  DifferentiableOp,
+  KernelCodes,
+  KernelOpNames,
+  OpName,
+  RecordKind,
+  ReduceOpName,
+  SoftmaxOpName,
+  UnaryOpName,
+} from "./op_types.ts";
 
 /** The kernel families of the seam, with the native symbol that runs each (f32 inputs). */
 export const KERNEL_FAMILIES = {
@@ -165,8 +175,8 @@ export function kernelCodes<F extends KernelFamily>(family: F): KernelCodes[F] {
 /** The codes of a family's kernels, as a type (`BinaryOp` is `KernelCode<"binary">`). */
 export type KernelCode<F extends KernelFamily> = KernelCodes[F][keyof KernelCodes[F]];
 
-/** The code of `op`'s kernel, which must belong to `family`. */
-export function kernelCode<F extends KernelFamily>(family: F, op: OpName): KernelCode<F> {
+/** The code of `op`'s kernel, which must belong to `family` (the type admits only that family's ops). */
+export function kernelCode<F extends KernelFamily>(family: F, op: KernelOpNames[F]): KernelCode<F> {
   const kernel = OPS[op].kernel;
   if (kernel?.family !== family) throw new Error(`op table: ${op} has no ${family} kernel`);
   return kernel.code as KernelCode<F>;

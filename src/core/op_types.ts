@@ -165,6 +165,60 @@ export type DifferentiableOp =
   | "clone"
   | "contiguous";
 
+/** The operators whose kernel is in the `binary` family (their names in `ops`). */
+export type BinaryOpName =
+  | "add"
+  | "sub"
+  | "mul"
+  | "div"
+  | "maximum"
+  | "minimum"
+  | "pow"
+  | "eq"
+  | "ne"
+  | "lt"
+  | "le"
+  | "gt"
+  | "ge";
+
+/** The operators whose kernel is in the `unary` family (their names in `ops`). */
+export type UnaryOpName =
+  | "neg"
+  | "abs"
+  | "relu"
+  | "exp"
+  | "log"
+  | "sqrt"
+  | "tanh"
+  | "sigmoid"
+  | "gelu"
+  | "erf";
+
+/** The operators whose kernel is in the `reduce` family (their names in `ops`). */
+export type ReduceOpName =
+  | "sum"
+  | "mean"
+  | "max"
+  | "min"
+  | "argmax";
+
+/** The operators whose kernel is in the `softmax` family (their names in `ops`). */
+export type SoftmaxOpName =
+  | "softmax"
+  | "logSoftmax";
+
+/** Each kernel family's operator names. */
+export interface KernelOpNames {
+  /** The `binary` family's operators. */
+  readonly binary: BinaryOpName;
+  /** The `unary` family's operators. */
+  readonly unary: UnaryOpName;
+  /** The `reduce` family's operators. */
+  readonly reduce: ReduceOpName;
+  /** The `softmax` family's operators. */
+  readonly softmax: SoftmaxOpName;
+}
+
 /** The kernel names of each family mapped to their codes. */
 export interface KernelCodes {
   /** The binary kernels by name, with their codes. */

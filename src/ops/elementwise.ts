@@ -11,7 +11,7 @@ import { allocate, type Tensor } from "../tensor.ts";
 import { UnaryOp } from "../kernels/types.ts";
 import { binaryKernel, checkF32, unaryKernel } from "./common.ts";
 import { recordOp, shouldRecord } from "../autograd/record.ts";
-import { kernelCode } from "../core/op_table.ts";
+import { type BinaryOpName, kernelCode, type UnaryOpName } from "../core/op_table.ts";
 
 /** A tensor operand or a number (an F32 scalar). */
 export type Operand = Tensor | number;
@@ -28,24 +28,8 @@ function asTensor(value: Operand): Tensor {
   return typeof value === "number" ? scalarOperand(value) : value;
 }
 
-/** The binary ops of the op table, by their name in `ops`. */
-type BinaryName =
-  | "add"
-  | "sub"
-  | "mul"
-  | "div"
-  | "maximum"
-  | "minimum"
-  | "pow"
-  | "eq"
-  | "ne"
-  | "lt"
-  | "le"
-  | "gt"
-  | "ge";
-
 /** The saved slots of each differentiable binary op (spec 000 §8), from its operands. */
-function binarySaves(op: BinaryName, a: Tensor, b: Tensor): (Tensor | null)[] {
+function binarySaves(op: BinaryOpName, a: Tensor, b: Tensor): (Tensor | null)[] {
   switch (op) {
     // Mul saves a for b's gradient and b for a's; Div saves a (if b needs a gradient) and always b.
     case "mul":
@@ -62,7 +46,7 @@ function binarySaves(op: BinaryName, a: Tensor, b: Tensor): (Tensor | null)[] {
 }
 
 /** One binary op of the op table: its kernel through the seam, then its record as the table says. */
-function binary(op: BinaryName, x: Operand, y: Operand): Tensor {
+function binary(op: BinaryOpName, x: Operand, y: Operand): Tensor {
   // Both operands are checked before either scalar is allocated, so a refused call allocates nothing.
   if (typeof x !== "number") checkF32(op, x);
   if (typeof y !== "number") checkF32(op, y);
@@ -152,8 +136,8 @@ export function ge(a: Operand, b: Operand): Tensor {
   return binary("ge", a, b);
 }
 
-/** The unary ops of the op table that are one kernel call, by their name in `ops`. */
-type UnaryName = "neg" | "abs" | "relu" | "exp" | "log" | "sqrt" | "tanh" | "sigmoid" | "erf";
+/** The unary ops of the op table that are one kernel call (`gelu` also saves an inner term). */
+type UnaryName = Exclude<UnaryOpName, "gelu">;
 
 /** Saved slot 0 of each unary op: its output or its input (see the backward rules). */
 const UNARY_SAVES: Record<UnaryName, "output" | "input" | null> = {

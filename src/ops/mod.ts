@@ -3,31 +3,9 @@
  *
  * @module
  */
-export {
-  abs,
-  add,
-  div,
-  eq,
-  erf,
-  exp,
-  ge,
-  gelu,
-  gt,
-  le,
-  log,
-  lt,
-  maximum,
-  minimum,
-  mul,
-  ne,
-  neg,
-  pow,
-  relu,
-  sigmoid,
-  sqrt,
-  sub,
-  tanh,
-} from "./elementwise.ts";
+// Every export of elementwise.ts is an op or its `Operand` type (the helpers are in common.ts), so a new
+// element-wise op needs no line here.
+export * from "./elementwise.ts";
 export { argmax, logSoftmax, max, mean, min, softmax, sum } from "./reduce.ts";
 export type { ReduceOptions } from "./reduce.ts";
 export { linear, matmul } from "./linalg.ts";

@@ -13,7 +13,7 @@ import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { recordOp } from "../autograd/record.ts";
-import { kernelCode } from "../core/op_table.ts";
+import { kernelCode, type ReduceOpName, type SoftmaxOpName } from "../core/op_table.ts";
 import { checkF32, newOutput } from "./common.ts";
 
 /** Options of the reductions. */
@@ -104,7 +104,7 @@ function reduceKernel(
 }
 
 function reduction(
-  op: "sum" | "mean" | "max" | "min",
+  op: Exclude<ReduceOpName, "argmax">,
   x: Tensor,
   axis: number | readonly number[] | undefined,
   options: ReduceOptions | boolean | undefined,
@@ -185,7 +185,7 @@ export function argmax(x: Tensor, axis: number, options?: ReduceOptions | boolea
   );
 }
 
-function softmaxFamily(op: "softmax" | "logSoftmax", x: Tensor, axis: number): Tensor {
+function softmaxFamily(op: SoftmaxOpName, x: Tensor, axis: number): Tensor {
   checkF32(op, x);
   if (x.rank === 0) {
     throw new TensorShapeError(op, `${op} needs at least one axis, got a rank-0 tensor`, [x.shape]);
