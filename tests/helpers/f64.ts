@@ -463,6 +463,20 @@ export interface GradCase {
   readonly strided?: boolean;
   /** Allowed |analytic − numeric| / (1 + |numeric|). @default 2e-4 */
   readonly tolerance?: number;
+  /**
+   * Conformance (tests/op_conformance.test.ts): ulps the native kernels in exact mode may differ from the
+   * reference kernel set (transcendentals are within 1 ulp by design). @default 0, bitwise
+   */
+  readonly exactUlps?: number;
+  /**
+   * Conformance: allowed |fast − reference| / (1 + |reference|) in fast mode. @default 1e-4
+   */
+  readonly fastTolerance?: number;
+  /**
+   * The benchmark's input shapes (bench/ops_registry_bench.ts). @default for a one-kernel element-wise op,
+   * the case's shapes with a leading axis that makes 65536 elements; otherwise the op is not benchmarked
+   */
+  readonly bench?: readonly (readonly number[])[];
 }
 
 const gradRng = new Xorshift128(1234);
@@ -476,12 +490,14 @@ function randomLeaf(n: number, positive: boolean): Float32Array {
   return out;
 }
 
-function stridedLeafView(t: Tensor): Tensor {
+/** The view a `strided` case's leaf reaches the op as: transposed (axes 0 and last) and flipped. */
+export function stridedLeafView(t: Tensor): Tensor {
   if (t.rank < 2) return ops.flip(t, 0);
   return ops.flip(ops.transpose(t, 0, t.rank - 1), 0);
 }
 
-function stridedLeafShape(shape: readonly number[], strided: boolean): number[] {
+/** The leaf shape whose strided view (`stridedLeafView`) has `shape`. */
+export function stridedLeafShape(shape: readonly number[], strided: boolean): number[] {
   const s = [...shape];
   if (strided && s.length >= 2) [s[0], s[s.length - 1]] = [s[s.length - 1], s[0]];
   return s;
