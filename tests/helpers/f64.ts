@@ -473,8 +473,9 @@ export interface GradCase {
    */
   readonly fastTolerance?: number;
   /**
-   * The benchmark's input shapes (bench/ops_registry_bench.ts). @default for a one-kernel element-wise op,
-   * the case's shapes with a leading axis that makes 65536 elements; otherwise the op is not benchmarked
+   * The benchmark's input shapes (bench/ops_registry_bench.ts). @default `benchShapes(op, case)`: for a
+   * one-kernel element-wise op, the case's shapes with a leading axis making at least 65536 elements;
+   * otherwise the case's shapes
    */
   readonly bench?: readonly (readonly number[])[];
 }
