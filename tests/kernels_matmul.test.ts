@@ -8,10 +8,10 @@ import {
   makeOperand,
   type MatMulCase,
   releaseOperand,
-  Rng,
   runCase,
   runConformance,
 } from "./helpers/matmul_operands.ts";
+import { Rng } from "./helpers/operands.ts";
 import { runChild } from "./helpers/subprocess.ts";
 
 function assertClean(report: ConformanceReport): void {

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { ALL_DTYPES, DType, dtypeInfo } from "../src/core/dtype.ts";
 import { nativeCast, referenceCast } from "../src/kernels/cast.ts";
 import { roundInteger } from "../src/core/cast_rules.ts";
-import { firstDifference, NativeBlock, Random, sizeOf } from "./helpers/movement_operands.ts";
+import { firstDifference, sizeOf } from "./helpers/movement_operands.ts";
+import { NativeBlock, Rng } from "./helpers/operands.ts";
 
 const PLAIN: readonly DType[] = ALL_DTYPES.filter((d) => !dtypeInfo(d).isQuantized);
 
@@ -141,7 +142,7 @@ const BF16_BITS = [
 ];
 
 /** Fills `count` elements of dtype `dtype` in `block`: edge values first, then random bytes. */
-function fillEdges(block: NativeBlock, dtype: DType, count: number, random: Random): void {
+function fillEdges(block: NativeBlock, dtype: DType, count: number, random: Rng): void {
   const bytes = block.bytesView();
   for (let i = 0; i < bytes.length; i++) bytes[i] = random.u32() & 0xff;
   const info = dtypeInfo(dtype);
@@ -205,7 +206,7 @@ function compareCast(
 }
 
 test("casts between every pair of dtypes match the reference on edge values, contiguous and strided", () => {
-  const random = new Random(99);
+  const random = new Rng(99);
   const count = 96;
   let pairs = 0;
   for (const src of PLAIN) {
@@ -224,7 +225,7 @@ test("casts between every pair of dtypes match the reference on edge values, con
 });
 
 test("large casts take the threaded (and bulk) paths and still match the reference bit for bit", () => {
-  const random = new Random(5);
+  const random = new Rng(5);
   const n = 70_001;
   const pairs: [DType, DType][] = [
     [DType.F16, DType.F32],

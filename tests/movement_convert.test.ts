@@ -13,7 +13,8 @@ import {
 } from "../src/core/convert.ts";
 import { kernelInfo } from "../src/native/kernel_info.ts";
 import { runChild } from "./helpers/subprocess.ts";
-import { decodeBf16, decodeF16, Random, stressPatterns } from "./helpers/movement_operands.ts";
+import { decodeBf16, decodeF16, stressPatterns } from "./helpers/movement_operands.ts";
+import { Rng } from "./helpers/operands.ts";
 
 const f16round = (Math as { f16round?: (x: number) => number }).f16round;
 const Float16 =
@@ -91,7 +92,7 @@ function nearestEvenSearch(decode: (bits: number) => number, top: number): (x: n
 
 test("2 million random and tie-constructed f32 values round to f16 as a nearest-even search and Math.f16round do", () => {
   const search = nearestEvenSearch(decodeF16, 0x7c00);
-  const patterns = stressPatterns(new Random(16), 2_000_000, decodeF16, 0x7c00);
+  const patterns = stressPatterns(new Rng(16), 2_000_000, decodeF16, 0x7c00);
   let nans = 0;
   for (const bits of patterns) {
     const h = f32BitsToF16Bits(bits);
@@ -118,7 +119,7 @@ test("2 million random and tie-constructed f32 values round to f16 as a nearest-
 
 test("2 million random and tie-constructed f32 values round to bf16 as a nearest-even search does", () => {
   const search = nearestEvenSearch(decodeBf16, 0x7f80);
-  const patterns = stressPatterns(new Random(17), 2_000_000, decodeBf16, 0x7f80);
+  const patterns = stressPatterns(new Rng(17), 2_000_000, decodeBf16, 0x7f80);
   for (const bits of patterns) {
     const b = f32BitsToBf16Bits(bits);
     if ((bits & 0x7fffffff) > 0x7f800000) {

@@ -2,14 +2,15 @@ import { test } from "node:test";
 import { contiguousStrides } from "../src/core/shape.ts";
 import assert from "node:assert/strict";
 import { forEachOffset, nativeCopy, referenceCopy } from "../src/kernels/copy.ts";
-import { firstDifference, NativeBlock, Random, randomLayout, sizeOf } from "./helpers/movement_operands.ts";
+import { firstDifference, randomLayout, sizeOf } from "./helpers/movement_operands.ts";
+import { NativeBlock, Rng } from "./helpers/operands.ts";
 
 /**
  * Copies `shape` natively and by the reference from one random source into two destinations that start
  * with the same bytes; returns the first byte where the destinations differ, or -1.
  */
 function compareCopy(
-  random: Random,
+  random: Rng,
   elementBytes: number,
   shape: readonly number[],
   dstLayout: { offset: number; strides: readonly number[]; capacity: number },
@@ -37,7 +38,7 @@ function compareCopy(
 }
 
 test("the reference visits offset + Σ index·stride in row-major order", () => {
-  const random = new Random(3);
+  const random = new Rng(3);
   for (let trial = 0; trial < 200; trial++) {
     const shape = Array.from({ length: random.below(5) }, () => random.below(4));
     const layout = randomLayout(random, shape, true);
@@ -58,7 +59,7 @@ test("the reference visits offset + Σ index·stride in row-major order", () => 
 });
 
 test("strided copies of thousands of random shapes and strides match the reference byte for byte", () => {
-  const random = new Random(2024);
+  const random = new Rng(2024);
   const sizes = [1, 2, 4, 8, 1, 2, 4, 8, 18, 34];
   let cases = 0;
   let empty = 0;
@@ -87,7 +88,7 @@ test("strided copies of thousands of random shapes and strides match the referen
 });
 
 test("large copies take the threaded paths: transposes, permutations, broadcasts, reversed and contiguous", () => {
-  const random = new Random(77);
+  const random = new Rng(77);
   const contiguous = (shape: number[]) => ({
     offset: 0,
     strides: contiguousStrides(shape),

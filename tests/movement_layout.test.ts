@@ -7,7 +7,8 @@ import {
   referenceFromBlocked,
   referenceToBlocked,
 } from "../src/kernels/layout.ts";
-import { firstDifference, NativeBlock, Random, randomLayout, sizeOf } from "./helpers/movement_operands.ts";
+import { firstDifference, randomLayout, sizeOf } from "./helpers/movement_operands.ts";
+import { NativeBlock, Rng } from "./helpers/operands.ts";
 import { native } from "../src/native/library.ts";
 
 type Layout = { offset: number; strides: number[]; capacity: number };
@@ -27,7 +28,7 @@ function nchw(shape: readonly number[]): Layout {
  * blocked span element by element against the §5 formula (lanes past C zero).
  */
 function roundTrip(
-  random: Random,
+  random: Rng,
   shape: number[],
   blockSize: number,
   bytes: number,
@@ -106,7 +107,7 @@ function roundTrip(
 }
 
 test("NCHW, NHWC and random views convert to NchwC(B) and back for every block size and element size", () => {
-  const random = new Random(11);
+  const random = new Rng(11);
   const blockSizes = [1, 2, 3, 4, 5, 7, 8, 16, 17, 64, 256];
   let cases = 0;
   for (let trial = 0; trial < 300; trial++) {
@@ -123,7 +124,7 @@ test("NCHW, NHWC and random views convert to NchwC(B) and back for every block s
 });
 
 test("large conversions take the threaded path", () => {
-  const random = new Random(12);
+  const random = new Rng(12);
   const shape = [2, 37, 48, 64];
   for (const blockSize of [8, 16]) {
     for (const threads of [1, 4]) {

@@ -11,7 +11,8 @@ import {
 } from "../src/kernels/quant.ts";
 import { nativeCopy, referenceCopy } from "../src/kernels/copy.ts";
 import { f16BitsToF32 } from "../src/core/convert.ts";
-import { firstDifference, NativeBlock, Random } from "./helpers/movement_operands.ts";
+import { firstDifference } from "./helpers/movement_operands.ts";
+import { NativeBlock, Rng } from "./helpers/operands.ts";
 
 /** Quantizes `values` (a multiple of 32) natively and by the reference; asserts equal bytes; returns them. */
 function quantizeBoth(format: QuantFormat, values: Float32Array, threads = 1): Uint8Array {
@@ -99,7 +100,7 @@ test("all-zero and non-finite blocks follow GGML (d = +0 for Q8_0, -0 for Q4_0) 
 });
 
 test("random blocks: native and reference agree on bytes and dequantized bits, threaded and at offsets", () => {
-  const random = new Random(40);
+  const random = new Rng(40);
   const blocks = 5000;
   const values = new Float32Array(blocks * 32);
   for (let b = 0; b < blocks; b++) {
@@ -142,7 +143,7 @@ test("random blocks: native and reference agree on bytes and dequantized bits, t
 });
 
 test("quantized data copies row by row with the block as the element", () => {
-  const random = new Random(8);
+  const random = new Rng(8);
   for (const format of [DType.Q4_0, DType.Q8_0] as const) {
     const size = blockBytes(format);
     // A [6, 4-block] source; copy rows 5, 3, 1 (reversed, every other row) into a contiguous [3, 4] target.

@@ -3,8 +3,9 @@
 import { kernelInfo } from "../../src/native/kernel_info.ts";
 import { nativeCast } from "../../src/kernels/cast.ts";
 import * as convert from "../../src/core/convert.ts";
-import { decodeBf16, decodeF16, NativeBlock, Random, stressPatterns } from "../helpers/movement_operands.ts";
-const random = new Random(0xc0ffee);
+import { decodeBf16, decodeF16, stressPatterns } from "../helpers/movement_operands.ts";
+import { NativeBlock, Rng } from "../helpers/operands.ts";
+const random = new Rng(0xc0ffee);
 const mismatches: Record<string, number> = {};
 const compare = (name: string, got: ArrayLike<number>, expected: (i: number) => number, n: number) => {
   let bad = 0;

@@ -5,43 +5,16 @@
 import { kernelInfo } from "../../src/native/kernel_info.ts";
 import { fastMatMulBound, nativeMatMul, referenceMatMul } from "../../src/kernels/matmul.ts";
 import type { ArithmeticMode, KernelOperand } from "../../src/kernels/types.ts";
-import { native } from "../../src/native/library.ts";
-import { ffi } from "../../src/native/runtime.ts";
+import { NativeBlock, Rng, viewOffsets } from "./operands.ts";
 
 /** How an operand's matrix axes are laid out in its storage. */
 export type Layout = "row" | "transposed" | "dilated" | "reversed";
 export const LAYOUTS: readonly Layout[] = ["row", "transposed", "dilated", "reversed"];
 
-/** A deterministic generator (xorshift32), so that a failure names a seed that reproduces it. */
-export class Rng {
-  #state: number;
-  constructor(seed: number) {
-    this.#state = (seed * 2654435761 + 1) >>> 0 || 1;
-  }
-  next(): number {
-    let x = this.#state;
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    this.#state = x >>> 0;
-    return this.#state / 2 ** 32;
-  }
-  int(n: number): number {
-    return Math.floor(this.next() * n);
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[this.int(items.length)];
-  }
-  /** A value with a random sign, mantissa and binary exponent in [-6, 6], so that roundings differ. */
-  value(): number {
-    return (this.next() * 2 - 1) * 2 ** (this.int(13) - 6);
-  }
-}
-
 /** A strided view over its own native block. */
 export interface NativeOperand extends KernelOperand {
   readonly data: Float32Array;
-  readonly bytes: number;
+  readonly block: NativeBlock;
 }
 
 /**
@@ -74,17 +47,17 @@ export function makeOperand(
     }
   }
   const length = span + offset + 2;
-  const bytes = length * 4;
-  const pointer = native.zt_pool_rent(bytes, 0);
-  if (pointer === null) throw new Error("out of native memory");
-  const data = new Float32Array(ffi.arrayBuffer(pointer, bytes));
+  const block = new NativeBlock(length * 4);
+  const data = new Float32Array(block.buffer, 0, length);
   for (let i = 0; i < length; i++) data[i] = fill();
-  return { pointer, data, offset, strides, bytes };
+  return { pointer: block.pointer, data, offset, strides, block };
 }
 
+/** Returns the operand's block (its data reads as empty afterwards); throws if a kernel wrote past it. */
 export function releaseOperand(operand: NativeOperand): void {
-  (operand.data.buffer as ArrayBuffer).transfer(0);
-  native.zt_pool_release(operand.pointer, operand.bytes);
+  if (!operand.block.release()) {
+    throw new Error(`a ${operand.block.bytes}-byte operand block written past its end`);
+  }
 }
 
 /** A plain copy of an operand's storage, with the same view (for the reference, which reads only `data`). */
@@ -93,22 +66,6 @@ function copyOf(
   map: (x: number) => number = (x) => x,
 ): KernelOperand & { data: Float32Array } {
   return { ...operand, data: operand.data.map(map) };
-}
-
-/** Every storage position of a view over `shape`, in row-major order of the view. */
-function positions(shape: readonly number[], operand: KernelOperand): number[] {
-  const result: number[] = [];
-  const total = shape.reduce((p, e) => p * e, 1);
-  for (let index = 0; index < total; index++) {
-    let rest = index;
-    let position = operand.offset;
-    for (let axis = shape.length - 1; axis >= 0; axis--) {
-      position += (rest % shape[axis]) * operand.strides[axis];
-      rest = Math.floor(rest / shape[axis]);
-    }
-    result.push(position);
-  }
-  return result;
 }
 
 /** One matmul case. */
@@ -170,7 +127,7 @@ export function runCase(c: MatMulCase, threadCounts: readonly number[]): CaseRes
     referenceMatMul(outShape, c.k, expected, a, b, settings);
     const absSum = copyOf(out);
     referenceMatMul(outShape, c.k, absSum, copyOf(a, Math.abs), copyOf(b, Math.abs), settings);
-    const where = positions(outShape, out);
+    const where = viewOffsets(outShape, out);
     const inView = new Set(where);
     for (const mode of ["exact", "fast"] as const) {
       for (const threads of threadCounts) {

@@ -1,64 +1,6 @@
-// Native blocks, random strided operands and value generators for the data movement tests. Run as a script
-// (a child of movement_convert.test.ts, with ZIGTENSOR_ISA set) it compares the selected variant's bulk
-// f16/bf16 conversions with the TypeScript rules and prints one JSON line.
-import { native } from "../../src/native/library.ts";
-import { ffi } from "../../src/native/runtime.ts";
-import type { KernelOperand } from "../../src/kernels/types.ts";
-import type { TypedArray } from "../../src/core/dtype.ts";
-import { Rng } from "./operands.ts";
-
-/** A rented native block with one ArrayBuffer over it, released (and detached) on dispose. */
-export class NativeBlock implements Disposable {
-  readonly pointer: KernelOperand["pointer"];
-  readonly bytes: number;
-  readonly buffer: ArrayBuffer;
-
-  constructor(bytes: number) {
-    this.bytes = Math.max(8, bytes);
-    const pointer = native.zt_pool_rent(this.bytes, 1);
-    if (pointer === null) throw new Error(`out of native memory renting ${bytes} bytes`);
-    this.pointer = pointer;
-    this.buffer = ffi.arrayBuffer(pointer, this.bytes);
-  }
-
-  /** An operand over the whole block as `ctor` elements. */
-  operand(
-    ctor: new (buffer: ArrayBuffer) => TypedArray,
-    offset = 0,
-    strides: readonly number[] = [],
-  ): KernelOperand {
-    return { pointer: this.pointer, data: new ctor(this.buffer), offset, strides };
-  }
-
-  bytesView(): Uint8Array {
-    return new Uint8Array(this.buffer);
-  }
-
-  [Symbol.dispose](): void {
-    this.buffer.transfer(0);
-    native.zt_pool_release(this.pointer, this.bytes);
-  }
-}
-
-/** The test generator with the names these helpers use. */
-export class Random extends Rng {
-  /** A uniform integer in [0, n). */
-  below(n: number): number {
-    return this.int(n);
-  }
-
-  bool(): boolean {
-    return (this.u32() & 1) === 1;
-  }
-
-  shuffle<T>(items: T[]): T[] {
-    for (let i = items.length - 1; i > 0; i--) {
-      const j = this.below(i + 1);
-      [items[i], items[j]] = [items[j], items[i]];
-    }
-    return items;
-  }
-}
+// Random strided layouts and value generators for the data movement tests (native blocks and the generator
+// are in operands.ts).
+import type { Rng } from "./operands.ts";
 
 /** Strides and offset of a random view over `shape`, and the storage length it needs. */
 export interface RandomLayout {
@@ -71,7 +13,7 @@ export interface RandomLayout {
  * A random strided layout of `shape`: axes in a random memory order, random signs, gaps between axes, a
  * random start; with `allowZero`, some axes broadcast (stride 0).
  */
-export function randomLayout(random: Random, shape: readonly number[], allowZero: boolean): RandomLayout {
+export function randomLayout(random: Rng, shape: readonly number[], allowZero: boolean): RandomLayout {
   const strides = new Array<number>(shape.length).fill(0);
   let step = 1 + random.below(2);
   let low = 0;
@@ -108,7 +50,7 @@ export function firstDifference(a: Uint8Array, b: Uint8Array): number {
  * range, and NaNs with random payloads; both signs. At least `count` patterns.
  */
 export function stressPatterns(
-  random: Random,
+  random: Rng,
   count: number,
   decode: (bits: number) => number,
   top: number,

@@ -1,4 +1,5 @@
-// Random strided operands over raw native pool blocks, for the kernel conformance tests (and anyone else's).
+// The one generator of test operands: a seeded random generator (`Rng`), native pool blocks (`NativeBlock`)
+// and random strided operands over them, for every kernel conformance test (element-wise, matmul, movement).
 //
 //   const pool = new OperandPool();
 //   const rng = new Rng(42);
@@ -18,6 +19,7 @@ import type { KernelOperand } from "../../src/kernels/types.ts";
 import { native } from "../../src/native/library.ts";
 import { ffi } from "../../src/native/runtime.ts";
 import type { NativePointer } from "../../src/native/symbols.ts";
+import type { TypedArray } from "../../src/core/dtype.ts";
 import { Xorshift128 } from "../../src/core/random.ts";
 
 /** A deterministic generator (the library's xorshift128), so that a failure names a seed that reproduces it. */
@@ -55,6 +57,71 @@ export class Rng {
   /** Uniform in [lo, hi). */
   uniform(lo: number, hi: number): number {
     return lo + (hi - lo) * this.next();
+  }
+
+  /** A uniform integer in [0, n) (the data movement tests' name for `int`). */
+  below(n: number): number {
+    return this.int(n);
+  }
+
+  /** A fair coin. */
+  bool(): boolean {
+    return (this.u32() & 1) === 1;
+  }
+
+  /** Shuffles `items` in place (Fisher–Yates) and returns it. */
+  shuffle<T>(items: T[]): T[] {
+    for (let i = items.length - 1; i > 0; i--) {
+      const j = this.below(i + 1);
+      [items[i], items[j]] = [items[j], items[i]];
+    }
+    return items;
+  }
+
+  /** A value with a random sign, mantissa and binary exponent in [-6, 6], so that roundings differ. */
+  value(): number {
+    return (this.next() * 2 - 1) * 2 ** (this.int(13) - 6);
+  }
+}
+
+/** A rented native pool block with one ArrayBuffer over it, released (and detached) on dispose. */
+export class NativeBlock implements Disposable {
+  readonly pointer: NativePointer;
+  readonly bytes: number;
+  readonly buffer: ArrayBuffer;
+
+  constructor(bytes: number) {
+    this.bytes = Math.max(8, bytes);
+    const pointer = native.zt_pool_rent(this.bytes, 1);
+    if (pointer === null) throw new Error(`out of native memory renting ${bytes} bytes`);
+    this.pointer = pointer;
+    this.buffer = ffi.arrayBuffer(pointer, this.bytes);
+  }
+
+  /** An operand over the whole block as `ctor` elements. */
+  operand(
+    ctor: new (buffer: ArrayBuffer) => TypedArray,
+    offset = 0,
+    strides: readonly number[] = [],
+  ): KernelOperand {
+    return { pointer: this.pointer, data: new ctor(this.buffer), offset, strides };
+  }
+
+  bytesView(): Uint8Array {
+    return new Uint8Array(this.buffer);
+  }
+
+  /**
+   * Detaches the buffer and returns the block; false when a CHECKED library finds its canary bytes
+   * overwritten (a kernel wrote past its storage).
+   */
+  release(): boolean {
+    this.buffer.transfer(0);
+    return native.zt_pool_release(this.pointer, this.bytes) === 0;
+  }
+
+  [Symbol.dispose](): void {
+    this.release();
   }
 }
 
@@ -203,25 +270,17 @@ export function viewOffsets(
   }
 }
 
-interface Block {
-  pointer: NativePointer;
-  bytes: number;
-  buffer: ArrayBuffer;
-}
-
 /** Native pool blocks rented for operands, all given back by `release`. */
 export class OperandPool {
-  #blocks: Block[] = [];
+  #blocks: NativeBlock[] = [];
 
   /** A fresh block of at least one element of `type`, viewed as its typed array. */
   storage(type: ElementType, elements: number): { pointer: NativePointer; data: KernelOperand["data"] } {
     const array = ARRAYS[type];
-    const bytes = Math.max(1, elements) * array.BYTES_PER_ELEMENT;
-    const pointer = native.zt_pool_rent(bytes, 1);
-    if (pointer === null) throw new Error(`out of native memory for a ${bytes}-byte operand`);
-    const buffer = ffi.arrayBuffer(pointer, bytes);
-    this.#blocks.push({ pointer, bytes, buffer });
-    return { pointer, data: new array(buffer) };
+    const length = Math.max(1, elements);
+    const block = new NativeBlock(length * array.BYTES_PER_ELEMENT);
+    this.#blocks.push(block);
+    return { pointer: block.pointer, data: new array(block.buffer, 0, length) };
   }
 
   /** An operand of `type` with `view`'s layout over a fresh (zeroed) block. */
@@ -245,8 +304,7 @@ export class OperandPool {
   release(): void {
     const damaged: number[] = [];
     for (const block of this.#blocks) {
-      block.buffer.transfer(0);
-      if (native.zt_pool_release(block.pointer, block.bytes) !== 0) damaged.push(block.bytes);
+      if (!block.release()) damaged.push(block.bytes);
     }
     this.#blocks = [];
     if (damaged.length > 0) {
