@@ -9,7 +9,8 @@
  *   runs against that variant's own peak (and NumPy with OpenBLAS's Haswell kernel beside the avx2 one).
  * - Element-wise add of 16M f32 against the measured add bandwidth, a TypeScript loop and NumPy.
  *
- * Peers come from `bash bench/peers.sh` (into bench/.peers/); a missing one is skipped with a note. At the
+ * Peers come from `bash bench/peers.sh` (into bench/.peers/), each measured by its module in `bench/peers/`
+ * (`numpy.ts`, `onnxruntime.ts`, `tfjs.ts`); a missing one is skipped with a note. At the
  * end the ratios are printed as a Markdown table (the one in docs/performance.md).
  *
  *   deno bench -A bench/kernels_bench.ts   Deno's own table per case, then the ratio table
@@ -19,11 +20,8 @@
  *
  * @module
  */
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import process from "node:process";
-import { fileURLToPath } from "node:url";
 import { hardwareThreads } from "../src/native/kernel_info.ts";
 import { nativeMatMul } from "../src/kernels/matmul.ts";
 import type { KernelOperand } from "../src/kernels/types.ts";
@@ -31,6 +29,9 @@ import { args } from "../src/native/arg_block.ts";
 import { ISA_NAMES, type IsaName, library, native } from "../src/native/library.ts";
 import { ffi } from "../src/native/runtime.ts";
 import type { NativePointer } from "../src/native/symbols.ts";
+import { measureNumpy } from "./peers/numpy.ts";
+import { measureOrtGemm } from "./peers/onnxruntime.ts";
+import { measureTfGemm } from "./peers/tfjs.ts";
 
 const GEMM_N = 1024;
 const GEMM_FLOPS = 2 * GEMM_N ** 3;
@@ -38,7 +39,6 @@ const ADD_N = 16 * 1024 * 1024;
 /** Bytes an add moves per element: two loads and one store of f32 (write-allocate traffic not counted). */
 const ADD_BYTES = 12 * ADD_N;
 const FMA_ITERATIONS = 2_000_000;
-const PEERS = fileURLToPath(new URL("./.peers/", import.meta.url));
 
 /** One timed case: `work` units (flops or bytes) per call of `fn`. */
 interface Case {
@@ -266,200 +266,39 @@ function addCases(binary: BinaryKernel): Case[] {
   return [nativeAdd(1), nativeAdd(2), typeScriptAdd];
 }
 
-// --- peers ---
-
-const NUMPY_SCRIPT = `
-import json, sys, time
-import numpy as np
-try:
-    import threadpoolctl
-    blas = [f"{i.get('internal_api')} {i.get('architecture')}" for i in threadpoolctl.threadpool_info()]
-except Exception:
-    blas = ["unknown BLAS"]
-n, m = ${GEMM_N}, ${ADD_N}
-rng = np.random.default_rng(1)
-a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
-c = a @ b
-def best(f, reps):
-    f()
-    t = 1e9
-    for _ in range(reps):
-        s = time.perf_counter(); f(); t = min(t, time.perf_counter() - s)
-    return t
-gemm = best(lambda: np.matmul(a, b, out=c), 15)
-x, y = np.ones(m, np.float32), np.ones(m, np.float32)
-z = np.empty(m, np.float32)
-add = best(lambda: np.add(x, y, out=z), 10)
-print(json.dumps({"version": np.__version__, "blas": blas, "gemm": ${GEMM_FLOPS} / gemm, "add": ${ADD_BYTES} / add}))
-`;
-
-/**
- * NumPy in a Python subprocess on `threads` threads. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which some
- * machines set to keep old OpenBLAS builds safe, would pin a slower kernel: they are unset for this command
- * only (or the core type is forced to `coreType`); the kernel OpenBLAS picked is reported.
- */
-function measureNumpy(
-  threads: number,
-  coreType?: string,
-): { gemm: number; add: number; blas: string } | null {
-  const path = [`${PEERS}python`, process.env.PYTHONPATH].filter((p) => p).join(":");
-  // `env -u`, because Deno's spawnSync adds the given environment to its own instead of replacing it.
-  const command = ["-u", "OPENBLAS_CORETYPE", "-u", "OPENBLAS_L2_SIZE", `OPENBLAS_NUM_THREADS=${threads}`];
-  if (coreType !== undefined) command.push(`OPENBLAS_CORETYPE=${coreType}`);
-  const result = spawnSync("env", [...command, `PYTHONPATH=${path}`, "python3", "-c", NUMPY_SCRIPT], {
-    encoding: "utf8",
-    timeout: 120_000,
-  });
-  if (result.status !== 0) {
-    const reason = (result.stderr ?? String(result.error)).trim().split("\n").at(-1);
-    notes.push(`NumPy skipped (${reason}); install it with \`bash bench/peers.sh\``);
-    return null;
-  }
-  const report = JSON.parse(result.stdout.trim().split("\n").at(-1)!);
-  return { gemm: report.gemm, add: report.add, blas: `NumPy ${report.version}, ${report.blas.join(", ")}` };
-}
+// --- peers (bench/peers/) ---
 
 function measureNumpyPeers(): string | null {
-  const one = measureNumpy(1);
-  if (one === null) return null;
+  const sizes = { gemmN: GEMM_N, addN: ADD_N };
+  const one = measureNumpy(sizes, 1);
+  if ("skipped" in one) {
+    notes.push(one.skipped);
+    return null;
+  }
   rates.set("numpyGemm1", one.gemm);
   rates.set("numpyAdd1", one.add);
-  const two = measureNumpy(2);
-  if (two !== null) rates.set("numpyGemm2", two.gemm);
+  const two = measureNumpy(sizes, 2);
+  if ("skipped" in two) notes.push(two.skipped);
+  else rates.set("numpyGemm2", two.gemm);
   if (library.supported.includes("avx2") && process.arch === "x64") {
-    const haswell = measureNumpy(1, "Haswell");
-    if (haswell !== null) rates.set("numpyGemmHaswell1", haswell.gemm);
+    const haswell = measureNumpy(sizes, 1, "Haswell");
+    if ("skipped" in haswell) notes.push(haswell.skipped);
+    else rates.set("numpyGemmHaswell1", haswell.gemm);
   }
   return one.blas;
 }
 
-/** Protobuf: a field's key and a varint or length-delimited value. */
-function protoField(field: number, value: number | string | number[]): number[] {
-  const varint = (n: number): number[] => {
-    const out: number[] = [];
-    for (; n >= 0x80; n = Math.floor(n / 128)) out.push((n & 0x7f) | 0x80);
-    out.push(n);
-    return out;
-  };
-  if (typeof value === "number") return [...varint(field << 3), ...varint(value)];
-  const bytes = typeof value === "string" ? [...new TextEncoder().encode(value)] : value;
-  return [...varint((field << 3) | 2), ...varint(bytes.length), ...bytes];
-}
-
-/** An ONNX model (IR 8, opset 13) of one MatMul: Y = A·B with A, B, Y float [n, n]. */
-function onnxMatMulModel(n: number): Uint8Array {
-  const tensorType = (dims: number[]) =>
-    protoField(1, [
-      ...protoField(1, 1),
-      ...protoField(2, dims.flatMap((d) => protoField(1, protoField(1, d)))),
-    ]);
-  const valueInfo = (name: string) => [...protoField(1, name), ...protoField(2, tensorType([n, n]))];
-  const node = [
-    ...protoField(1, "A"),
-    ...protoField(1, "B"),
-    ...protoField(2, "Y"),
-    ...protoField(4, "MatMul"),
-  ];
-  const graph = [
-    ...protoField(1, node),
-    ...protoField(2, "matmul"),
-    ...protoField(11, valueInfo("A")),
-    ...protoField(11, valueInfo("B")),
-    ...protoField(12, valueInfo("Y")),
-  ];
-  const opset = [...protoField(1, ""), ...protoField(2, 13)];
-  return new Uint8Array([...protoField(1, 8), ...protoField(8, opset), ...protoField(7, graph)]);
-}
-
-// The peers' JavaScript APIs, as far as this file uses them.
-interface OrtTensor {
-  readonly data: Float32Array;
-}
-interface Ort {
-  Tensor: new (type: "float32", data: Float32Array, dims: number[]) => OrtTensor;
-  InferenceSession: {
-    create(model: Uint8Array, options: Record<string, unknown>): Promise<{
-      run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>>;
-    }>;
-  };
-}
-interface TfTensor {
-  dataSync(): Float32Array;
-  dispose(): void;
-}
-interface Tf {
-  setBackend(name: string): Promise<boolean>;
-  ready(): Promise<void>;
-  getBackend(): string;
-  randomUniform(shape: number[]): TfTensor;
-  matMul(a: TfTensor, b: TfTensor): TfTensor;
-}
-
-function requirePeer<T>(prefix: string, name: string): T | null {
-  try {
-    return createRequire(`${PEERS}${prefix}/node_modules/`)(name) as T;
-  } catch {
-    return null;
-  }
-}
-
-async function bestOf(reps: number, fn: () => Promise<unknown> | unknown): Promise<number> {
-  await fn();
-  let best = Infinity;
-  for (let i = 0; i < reps; i++) {
-    const start = performance.now();
-    await fn();
-    best = Math.min(best, (performance.now() - start) / 1000);
-  }
-  return best;
-}
-
 async function measureOrt(): Promise<void> {
-  const ort = requirePeer<Ort>("node", "onnxruntime-node");
-  if (ort === null) {
-    notes.push("ONNX Runtime skipped: onnxruntime-node is not installed (`bash bench/peers.sh`)");
-    return;
-  }
-  const a = new ort.Tensor("float32", gemmA.data.slice(), [GEMM_N, GEMM_N]);
-  const b = new ort.Tensor("float32", gemmB.data.slice(), [GEMM_N, GEMM_N]);
-  for (const threads of [1, 2]) {
-    const session = await ort.InferenceSession.create(onnxMatMulModel(GEMM_N), {
-      intraOpNumThreads: threads,
-      interOpNumThreads: 1,
-      executionMode: "sequential",
-    });
-    const seconds = await bestOf(15, () => session.run({ A: a, B: b }));
-    rates.set(`ortGemm${threads}`, GEMM_FLOPS / seconds);
-  }
+  const result = await measureOrtGemm(GEMM_N, gemmA.data, gemmB.data, [1, 2]);
+  if ("skipped" in result) notes.push(result.skipped);
+  else for (const [threads, rate] of result) rates.set(`ortGemm${threads}`, rate);
 }
 
 async function measureTf(): Promise<string | null> {
-  const node = requirePeer<Tf>("tfjs-node", "@tensorflow/tfjs-node");
-  const tf = node ?? requirePeer<Tf>("node", "@tensorflow/tfjs");
-  if (tf === null) {
-    notes.push("TensorFlow.js skipped: @tensorflow/tfjs is not installed (`bash bench/peers.sh`)");
-    return null;
-  }
-  if (node === null) {
-    const wasm = requirePeer<{ setWasmPaths(path: string): void }>("node", "@tensorflow/tfjs-backend-wasm");
-    wasm?.setWasmPaths(`${PEERS}node/node_modules/@tensorflow/tfjs-backend-wasm/dist/`);
-    if (wasm === null || !(await tf.setBackend("wasm").catch(() => false))) {
-      notes.push("TensorFlow.js skipped: neither tfjs-node nor the wasm backend loads");
-      return null;
-    }
-    notes.push(
-      "TensorFlow.js runs its WebAssembly backend: @tensorflow/tfjs-node could not be installed here",
-    );
-  }
-  await tf.ready();
-  const [a, b] = [tf.randomUniform([GEMM_N, GEMM_N]), tf.randomUniform([GEMM_N, GEMM_N])];
-  const seconds = await bestOf(5, () => {
-    const c = tf.matMul(a, b);
-    c.dataSync();
-    c.dispose();
-  });
-  rates.set("tfGemm", GEMM_FLOPS / seconds);
-  return tf.getBackend();
+  const result = await measureTfGemm(GEMM_N, notes);
+  if (result === null) return null;
+  rates.set("tfGemm", result.rate);
+  return result.backend;
 }
 
 /** Runs a peer, turning a crash into a note: a broken peer must not stop the benchmark. */
