@@ -152,14 +152,20 @@ export class Tensor {
     if (!(storage instanceof Storage)) {
       throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
     }
-    const info = dtypeInfo(parts.dtype, op);
     const shape = parts.shape;
     const blockSize = parts.blockSize ?? 0;
-    const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
-    const strides = fresh || blockSize === 0 && Array.isArray(shape) && Array.isArray(parts.strides) &&
-        fitsStorage(shape, parts.strides, parts.offset, capacity)
-      ? parts.strides
-      : checkView(op, storage, info, shape, parts.strides, parts.offset, blockSize);
+    let capacity = allocatedCapacity;
+    let strides = parts.strides;
+    if (!fresh) {
+      const info = dtypeInfo(parts.dtype, op);
+      capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
+      if (
+        !(blockSize === 0 && Array.isArray(shape) && Array.isArray(strides) &&
+          fitsStorage(shape, strides, parts.offset, capacity))
+      ) {
+        strides = checkView(op, storage, info, shape, strides, parts.offset, blockSize);
+      }
+    }
     this.#storage = storage;
     this.#dtype = parts.dtype;
     this.#shape = shape;
@@ -1370,6 +1376,17 @@ function checkView(
  * its checked shape needs no bounds check. Module-private, so no other caller can skip the check.
  */
 let allocating = false;
+/** The element capacity of the block `allocate` rented, for the construction `allocating` marks. */
+let allocatedCapacity = 0;
+
+/**
+ * Internal (not exported from `mod.ts`): `t` as a kernel operand without the bounds check of `Tensor.operand`,
+ * for an output the calling op has just made with `allocate` and not yet handed to anyone: its view was made
+ * from the checked shape and no other code has seen its arrays.
+ */
+export function freshOperand(t: Tensor, op: string): KernelOperand {
+  return new TensorOperand(t, op, t.strides, 0);
+}
 
 /** Rents storage for a new contiguous tensor, checking shape and byte limits first. */
 export function allocate(
@@ -1398,6 +1415,7 @@ export function allocate(
   const storage = Storage.rent(bytes, { zero, arena: options.arena, scoped: options.scoped ?? false });
   const parts = { storage, dtype, shape: [...shape], strides: contiguousStrides(shape), offset: 0 };
   allocating = true;
+  allocatedCapacity = count;
   return new Tensor(parts);
 }
 

@@ -150,6 +150,11 @@ export class Storage {
   readonly #pointer: NativePointer;
   readonly #generation: number;
   #buffer: ArrayBuffer | null = null;
+  /**
+   * A one-byte view of `#buffer` (when the block has bytes): its length drops to 0 when the buffer is detached,
+   * and a typed array's length is a cheaper read than an ArrayBuffer's byteLength in both engines.
+   */
+  #probe: Uint8Array | null = null;
   #released = false;
   #version = 0;
   #leak: LeakRecord | null = null;
@@ -243,6 +248,7 @@ export class Storage {
     if (this.isReleased) throw new StaleTensorError(op);
     if (this.#buffer === null) {
       this.#buffer = ffi.arrayBuffer(this.#pointer, this.byteLength);
+      if (this.#byteLength > 0) this.#probe = new Uint8Array(this.#buffer, 0, 1);
       if (this.arena !== null) arenaAccess.track(this.arena, this.#buffer);
       if (this.#leak !== null) this.#leak.buffer = this.#buffer;
     }
@@ -263,10 +269,14 @@ export class Storage {
    * ```
    */
   get isReleased(): boolean {
-    // A detached buffer reads as 0 bytes; byteLength is the fast check (detached is a slow builtin). A
-    // zero-byte storage's buffer is an ordinary one of the JS heap, nothing to retire when transferred.
-    return this.#released || (this.#buffer !== null && this.#buffer.byteLength !== this.#byteLength) ||
-      (this.arena !== null && this.arena.generation !== this.#generation);
+    // A view of a detached buffer has length 0: the probe's length is the fast check (detached is a slow
+    // builtin, byteLength a call in JavaScriptCore). A zero-byte storage has no probe: its buffer is an ordinary
+    // one of the JS heap, nothing to retire when transferred.
+    if (this.#released) return true;
+    const probe = this.#probe;
+    if (probe !== null && probe.length === 0) return true;
+    const arena = this.#arena;
+    return arena !== null && arena.generation !== this.#generation;
   }
 
   /**

@@ -10,7 +10,7 @@ import { describe } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
-import { allocate, Tensor } from "../tensor.ts";
+import { allocate, freshOperand, Tensor } from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { BinaryOp, UnaryOp } from "../kernels/types.ts";
 import { recordOp, shouldRecord } from "../autograd/record.ts";
@@ -131,7 +131,7 @@ export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): 
   kernels().binary(
     kind,
     shape,
-    out.operand(op),
+    freshOperand(out, op),
     a.operand(op, broadcastStrides(a, shape, op)),
     b.operand(op, broadcastStrides(b, shape, op)),
     computeSettings(),
@@ -142,7 +142,7 @@ export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): 
 /** out = kind(a). */
 export function unaryKernel(op: string, kind: UnaryOp, a: Tensor): Tensor {
   const out = newOutput(op, a.shape);
-  kernels().unary(kind, a.shape, out.operand(op), a.operand(op), computeSettings());
+  kernels().unary(kind, a.shape, freshOperand(out, op), a.operand(op), computeSettings());
   return out;
 }
 
@@ -186,9 +186,15 @@ function binary(op: BinaryName, x: Operand, y: Operand): Tensor {
   if (typeof y !== "number") checkF32(op, y);
   const a = asTensor(x);
   const b = asTensor(y);
-  // Scalars made from numbers are temporaries: freed now, or owned by the record that may save them.
-  const temporaries = [x === a ? null : a, y === b ? null : b].filter((t): t is Tensor => t !== null);
   const out = binaryKernel(op, kernelCode("binary", op), a, b);
+  if (!shouldRecord(a, b)) {
+    // The common untracked call builds no record parts; scalars made from numbers are freed now.
+    if (a !== x) a.dispose();
+    if (b !== y) b.dispose();
+    return out;
+  }
+  // Scalars made from numbers are temporaries, owned by the record that may save them.
+  const temporaries = [x === a ? null : a, y === b ? null : b].filter((t): t is Tensor => t !== null);
   return recordOp(op, out, [a, b], { saved: binarySaves(op, a, b), owned: temporaries });
 }
 
@@ -290,6 +296,7 @@ const UNARY_SAVES: Record<UnaryName, "output" | "input" | null> = {
 function unary(op: UnaryName, x: Tensor): Tensor {
   checkF32(op, x);
   const out = unaryKernel(op, kernelCode("unary", op), x);
+  if (!shouldRecord(x)) return out;
   const saves = UNARY_SAVES[op];
   return recordOp(op, out, [x], { saved: saves === null ? [] : [saves === "output" ? out : x] });
 }
