@@ -145,18 +145,18 @@ export class Tensor {
    * strides array was modified still reaches no memory outside its storage.
    */
   constructor(parts: TensorParts) {
-    const fresh = allocating;
-    allocating = false;
-    const op = "Tensor";
     const storage = parts.storage;
-    if (!(storage instanceof Storage)) {
-      throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
-    }
     const shape = parts.shape;
     const blockSize = parts.blockSize ?? 0;
     let capacity = allocatedCapacity;
     let strides = parts.strides;
-    if (!fresh) {
+    if (allocating) {
+      allocating = false;
+    } else {
+      const op = "Tensor";
+      if (!(storage instanceof Storage)) {
+        throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
+      }
       const info = dtypeInfo(parts.dtype, op);
       capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
       if (
@@ -1215,9 +1215,10 @@ class TensorOperand implements KernelOperand {
     readonly strides: readonly number[],
     offset: number,
   ) {
-    this.pointer = tensor.storage.pointer(op);
+    const storage = tensor.storage;
+    this.pointer = storage.pointer(op);
     this.offset = offset;
-    this.byteLength = tensor.storage.byteLength;
+    this.byteLength = storage.byteLength;
   }
 
   get data(): TypedArray {

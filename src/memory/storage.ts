@@ -247,9 +247,9 @@ export class Storage {
   buffer(op: string): ArrayBuffer {
     if (this.isReleased) throw new StaleTensorError(op);
     if (this.#buffer === null) {
-      this.#buffer = ffi.arrayBuffer(this.#pointer, this.byteLength);
+      this.#buffer = ffi.arrayBuffer(this.#pointer, this.#byteLength);
       if (this.#byteLength > 0) this.#probe = new Uint8Array(this.#buffer, 0, 1);
-      if (this.arena !== null) arenaAccess.track(this.arena, this.#buffer);
+      if (this.#arena !== null) arenaAccess.track(this.#arena, this.#buffer);
       if (this.#leak !== null) this.#leak.buffer = this.#buffer;
     }
     return this.#buffer;
@@ -331,7 +331,8 @@ export class Storage {
    */
   release(): void {
     if (this.#released) return;
-    const stale = this.arena !== null && this.arena.generation !== this.#generation;
+    const arena = this.#arena;
+    const stale = arena !== null && arena.generation !== this.#generation;
     this.#released = true;
     if (this.#owner !== null) this.#untrack();
     if (stale) return;
@@ -342,12 +343,12 @@ export class Storage {
       return;
     }
     if (buffer !== null) detachBuffer(buffer);
-    if (this.arena !== null) {
-      if (isCheckedBuild) this.#throwOnOverrun(native.zt_arena_retire(this.#pointer, this.byteLength));
+    if (this.#arena !== null) {
+      if (isCheckedBuild) this.#throwOnOverrun(native.zt_arena_retire(this.#pointer, this.#byteLength));
       return;
     }
     this.#dropLeak();
-    this.#throwOnOverrun(native.zt_pool_release(this.#pointer, this.byteLength));
+    this.#throwOnOverrun(native.zt_pool_release(this.#pointer, this.#byteLength));
   }
 
   /** Takes the storage out of the finalizer's care. */
@@ -359,7 +360,7 @@ export class Storage {
   }
 
   #throwOnOverrun(overrun: number): void {
-    if (overrun !== 0) throw new BufferOverrunError("release", overrun, this.byteLength);
+    if (overrun !== 0) throw new BufferOverrunError("release", overrun, this.#byteLength);
   }
 
   /** Hands the storage to `set`, or to the finalizer when `set` is null (pool blocks only). */
@@ -371,10 +372,10 @@ export class Storage {
       this.#ownerIndex = set.items.length;
       set.items.push(this);
       this.#dropLeak();
-    } else if (this.arena === null && this.#leak === null) {
+    } else if (this.#arena === null && this.#leak === null) {
       this.#leak = {
         pointer: this.#pointer,
-        byteLength: this.byteLength,
+        byteLength: this.#byteLength,
         released: false,
         buffer: this.#buffer,
       };
