@@ -5,6 +5,7 @@
  *   git worktree add --detach ../old d0e5aac && (cd ../old && zig build)      the other tree, built
  *   deno run -A bench/overhead_compare.ts ../old                             10 rounds, Deno and Bun
  *   deno run -A bench/overhead_compare.ts ../old --rounds 20 --runtime deno
+ *   deno run -A bench/overhead_compare.ts ../old ../other                   two other trees ("this" = the second)
  *
  * Each round runs one child per tree per runtime, the order of the trees alternating from round to round. A
  * child loads its tree's `mod.ts` with that tree's release library (`zig-out/lib/libzigtensor.so`), warms up,
@@ -117,12 +118,14 @@ async function driver(deno: DenoApi): Promise<void> {
   const rounds = Number(option("--rounds", "10"));
   const which = option("--runtime", "both");
   const runtimes = which === "both" ? ["deno", "bun"] : [which];
-  if (argv.length !== 1) {
-    throw new Error("usage: overhead_compare.ts OTHER_TREE [--rounds N] [--runtime deno|bun|both]");
+  if (argv.length < 1 || argv.length > 2) {
+    throw new Error(
+      "usage: overhead_compare.ts OTHER_TREE [THIS_TREE] [--rounds N] [--runtime deno|bun|both]",
+    );
   }
-  const absolute = (p: string) => p.startsWith("/") ? p : `${deno.cwd()}/${p}`;
-  const self = absolute(new URL("..", import.meta.url).pathname.replace(/\/$/, ""));
-  const other = absolute(argv[0]).replace(/\/$/, "");
+  const absolute = (p: string) => (p.startsWith("/") ? p : `${deno.cwd()}/${p}`).replace(/\/$/, "");
+  const self = absolute(argv[1] ?? new URL("..", import.meta.url).pathname);
+  const other = absolute(argv[0]);
   for (const runtime of runtimes) {
     const mine: Timings[] = [];
     const theirs: Timings[] = [];
