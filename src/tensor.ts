@@ -145,6 +145,10 @@ export class Tensor {
    * strides array was modified still reaches no memory outside its storage.
    */
   constructor(parts: TensorParts) {
+    if (new.target !== Tensor) {
+      // A subclass could override the getters the ops read (shape, strides) behind the bounds checks.
+      throw new OptionError("Tensor", "Tensor cannot be subclassed; wrap a tensor instead");
+    }
     const storage = parts.storage;
     const shape = parts.shape;
     const blockSize = parts.blockSize ?? 0;
@@ -175,6 +179,9 @@ export class Tensor {
     this.#capacity = blockSize === 0 ? capacity : -1;
     this.#gradFn = parts.gradFn ?? null;
     this.#leaf = parts.leaf ?? null;
+    // No own property may shadow a getter the ops read (`Object.defineProperty(t, "shape", ...)`), and the
+    // prototype cannot be swapped: either would steer a kernel outside the checked view.
+    Object.preventExtensions(this);
   }
 
   /** The storage shared by this handle and its views. */
