@@ -145,21 +145,31 @@ export class Tensor {
    * strides array was modified still reaches no memory outside its storage.
    */
   constructor(parts: TensorParts) {
-    const fresh = allocating;
-    allocating = false;
-    const op = "Tensor";
-    const storage = parts.storage;
-    if (!(storage instanceof Storage)) {
-      throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
+    if (new.target !== Tensor) {
+      // A subclass could override the getters the ops read (shape, strides) behind the bounds checks.
+      throw new OptionError("Tensor", "Tensor cannot be subclassed; wrap a tensor instead");
     }
-    const info = dtypeInfo(parts.dtype, op);
+    const storage = parts.storage;
     const shape = parts.shape;
     const blockSize = parts.blockSize ?? 0;
-    const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
-    const strides = fresh || blockSize === 0 && Array.isArray(shape) && Array.isArray(parts.strides) &&
-        fitsStorage(shape, parts.strides, parts.offset, capacity)
-      ? parts.strides
-      : checkView(op, storage, info, shape, parts.strides, parts.offset, blockSize);
+    let capacity = allocatedCapacity;
+    let strides = parts.strides;
+    if (allocating) {
+      allocating = false;
+    } else {
+      const op = "Tensor";
+      if (!(storage instanceof Storage)) {
+        throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
+      }
+      const info = dtypeInfo(parts.dtype, op);
+      capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
+      if (
+        !(blockSize === 0 && Array.isArray(shape) && Array.isArray(strides) &&
+          fitsStorage(shape, strides, parts.offset, capacity))
+      ) {
+        strides = checkView(op, storage, info, shape, strides, parts.offset, blockSize);
+      }
+    }
     this.#storage = storage;
     this.#dtype = parts.dtype;
     this.#shape = shape;
@@ -169,6 +179,9 @@ export class Tensor {
     this.#capacity = blockSize === 0 ? capacity : -1;
     this.#gradFn = parts.gradFn ?? null;
     this.#leaf = parts.leaf ?? null;
+    // No own property may shadow a getter the ops read (`Object.defineProperty(t, "shape", ...)`), and the
+    // prototype cannot be swapped: either would steer a kernel outside the checked view.
+    Object.preventExtensions(this);
   }
 
   /** The storage shared by this handle and its views. */
@@ -1209,9 +1222,10 @@ class TensorOperand implements KernelOperand {
     readonly strides: readonly number[],
     offset: number,
   ) {
-    this.pointer = tensor.storage.pointer(op);
+    const storage = tensor.storage;
+    this.pointer = storage.pointer(op);
     this.offset = offset;
-    this.byteLength = tensor.storage.byteLength;
+    this.byteLength = storage.byteLength;
   }
 
   get data(): TypedArray {
@@ -1370,6 +1384,17 @@ function checkView(
  * its checked shape needs no bounds check. Module-private, so no other caller can skip the check.
  */
 let allocating = false;
+/** The element capacity of the block `allocate` rented, for the construction `allocating` marks. */
+let allocatedCapacity = 0;
+
+/**
+ * Internal (not exported from `mod.ts`): `t` as a kernel operand without the bounds check of `Tensor.operand`,
+ * for an output the calling op has just made with `allocate` and not yet handed to anyone: its view was made
+ * from the checked shape and no other code has seen its arrays.
+ */
+export function freshOperand(t: Tensor, op: string): KernelOperand {
+  return new TensorOperand(t, op, t.strides, 0);
+}
 
 /** Rents storage for a new contiguous tensor, checking shape and byte limits first. */
 export function allocate(
@@ -1398,6 +1423,7 @@ export function allocate(
   const storage = Storage.rent(bytes, { zero, arena: options.arena, scoped: options.scoped ?? false });
   const parts = { storage, dtype, shape: [...shape], strides: contiguousStrides(shape), offset: 0 };
   allocating = true;
+  allocatedCapacity = count;
   return new Tensor(parts);
 }
 

@@ -58,6 +58,22 @@ test("tensor fields are read-only; modified shape or strides arrays never reach 
   assert.throws(() => new Tensor({ ...parts, storage: {} as never }), OptionError);
 });
 
+test("no subclass or own property can change the shape the ops read behind the bounds check", () => {
+  using t = Tensor.from(new Float32Array(16));
+  const parts = { storage: t.storage, dtype: DType.F32, shape: [16], strides: [1], offset: 0 };
+  class Wide extends Tensor {
+    override get shape(): readonly number[] {
+      return [4096];
+    }
+  }
+  throwsTyped(() => new Wide(parts), OptionError, /cannot be subclassed/);
+  assert.throws(() => Object.defineProperty(t, "shape", { get: () => [4096] }), TypeError);
+  assert.throws(() => Object.setPrototypeOf(t, Object.create(Tensor.prototype)), TypeError);
+  assert.throws(() => Object.assign(t, { extra: 1 }), TypeError);
+  using sum = t.add(t);
+  assert.deepEqual(sum.shape, [16]);
+});
+
 test("a gradient's strides are checked like any handle's; a leaf takes only a gradient of its own shape", () => {
   using w = Tensor.from([1, 2, 3]).withRequiresGrad();
   {

@@ -212,8 +212,8 @@ export function nodeOf(t: Tensor): AutogradNode | null {
 
 /** Whether an op over `inputs` records: gradient mode on and at least one input requires gradients. */
 export function shouldRecord(...inputs: readonly Tensor[]): boolean {
-  if (!inputs.some((t) => t.requiresGrad)) return false;
-  return gradEnabled();
+  for (let i = 0; i < inputs.length; i++) if (inputs[i].requiresGrad) return gradEnabled();
+  return false;
 }
 
 /** What a record keeps besides its inputs: saved tensors, named attributes, tensors it owns. */

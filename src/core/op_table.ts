@@ -175,9 +175,17 @@ export function kernelCodes<F extends KernelFamily>(family: F): KernelCodes[F] {
 /** The codes of a family's kernels, as a type (`BinaryOp` is `KernelCode<"binary">`). */
 export type KernelCode<F extends KernelFamily> = KernelCodes[F][keyof KernelCodes[F]];
 
+/**
+ * Each op's kernel, by op name, for `kernelCode`: ops look their code up on every call, and a `Map` lookup costs
+ * a third of a keyed load from the large `OPS` object (measured in Deno, see docs/performance.md).
+ */
+const KERNELS_BY_OP: ReadonlyMap<string, KernelRef> = new Map(
+  Object.entries(OPS).flatMap(([op, def]) => def.kernel === undefined ? [] : [[op, def.kernel] as const]),
+);
+
 /** The code of `op`'s kernel, which must belong to `family` (the type admits only that family's ops). */
 export function kernelCode<F extends KernelFamily>(family: F, op: KernelOpNames[F]): KernelCode<F> {
-  const kernel = OPS[op].kernel;
+  const kernel = KERNELS_BY_OP.get(op);
   if (kernel?.family !== family) throw new Error(`op table: ${op} has no ${family} kernel`);
   return kernel.code as KernelCode<F>;
 }

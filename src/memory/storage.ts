@@ -150,6 +150,11 @@ export class Storage {
   readonly #pointer: NativePointer;
   readonly #generation: number;
   #buffer: ArrayBuffer | null = null;
+  /**
+   * A one-byte view of `#buffer` (when the block has bytes): its length drops to 0 when the buffer is detached,
+   * and a typed array's length is a cheaper read than an ArrayBuffer's byteLength in both engines.
+   */
+  #probe: Uint8Array | null = null;
   #released = false;
   #version = 0;
   #leak: LeakRecord | null = null;
@@ -242,8 +247,9 @@ export class Storage {
   buffer(op: string): ArrayBuffer {
     if (this.isReleased) throw new StaleTensorError(op);
     if (this.#buffer === null) {
-      this.#buffer = ffi.arrayBuffer(this.#pointer, this.byteLength);
-      if (this.arena !== null) arenaAccess.track(this.arena, this.#buffer);
+      this.#buffer = ffi.arrayBuffer(this.#pointer, this.#byteLength);
+      if (this.#byteLength > 0) this.#probe = new Uint8Array(this.#buffer, 0, 1);
+      if (this.#arena !== null) arenaAccess.track(this.#arena, this.#buffer);
       if (this.#leak !== null) this.#leak.buffer = this.#buffer;
     }
     return this.#buffer;
@@ -263,10 +269,14 @@ export class Storage {
    * ```
    */
   get isReleased(): boolean {
-    // A detached buffer reads as 0 bytes; byteLength is the fast check (detached is a slow builtin). A
-    // zero-byte storage's buffer is an ordinary one of the JS heap, nothing to retire when transferred.
-    return this.#released || (this.#buffer !== null && this.#buffer.byteLength !== this.#byteLength) ||
-      (this.arena !== null && this.arena.generation !== this.#generation);
+    // A view of a detached buffer has length 0: the probe's length is the fast check (detached is a slow
+    // builtin, byteLength a call in JavaScriptCore). A zero-byte storage has no probe: its buffer is an ordinary
+    // one of the JS heap, nothing to retire when transferred.
+    if (this.#released) return true;
+    const probe = this.#probe;
+    if (probe !== null && probe.length === 0) return true;
+    const arena = this.#arena;
+    return arena !== null && arena.generation !== this.#generation;
   }
 
   /**
@@ -321,7 +331,8 @@ export class Storage {
    */
   release(): void {
     if (this.#released) return;
-    const stale = this.arena !== null && this.arena.generation !== this.#generation;
+    const arena = this.#arena;
+    const stale = arena !== null && arena.generation !== this.#generation;
     this.#released = true;
     if (this.#owner !== null) this.#untrack();
     if (stale) return;
@@ -332,12 +343,12 @@ export class Storage {
       return;
     }
     if (buffer !== null) detachBuffer(buffer);
-    if (this.arena !== null) {
-      if (isCheckedBuild) this.#throwOnOverrun(native.zt_arena_retire(this.#pointer, this.byteLength));
+    if (this.#arena !== null) {
+      if (isCheckedBuild) this.#throwOnOverrun(native.zt_arena_retire(this.#pointer, this.#byteLength));
       return;
     }
     this.#dropLeak();
-    this.#throwOnOverrun(native.zt_pool_release(this.#pointer, this.byteLength));
+    this.#throwOnOverrun(native.zt_pool_release(this.#pointer, this.#byteLength));
   }
 
   /** Takes the storage out of the finalizer's care. */
@@ -349,7 +360,7 @@ export class Storage {
   }
 
   #throwOnOverrun(overrun: number): void {
-    if (overrun !== 0) throw new BufferOverrunError("release", overrun, this.byteLength);
+    if (overrun !== 0) throw new BufferOverrunError("release", overrun, this.#byteLength);
   }
 
   /** Hands the storage to `set`, or to the finalizer when `set` is null (pool blocks only). */
@@ -361,10 +372,10 @@ export class Storage {
       this.#ownerIndex = set.items.length;
       set.items.push(this);
       this.#dropLeak();
-    } else if (this.arena === null && this.#leak === null) {
+    } else if (this.#arena === null && this.#leak === null) {
       this.#leak = {
         pointer: this.#pointer,
-        byteLength: this.byteLength,
+        byteLength: this.#byteLength,
         released: false,
         buffer: this.#buffer,
       };

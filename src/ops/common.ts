@@ -10,7 +10,7 @@ import { checkInteger, describe, INT32_MAX } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
-import { allocate, Tensor } from "../tensor.ts";
+import { allocate, freshOperand, Tensor } from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { BinaryOp, type UnaryOp } from "../kernels/types.ts";
 
@@ -114,7 +114,7 @@ export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): 
   kernels().binary(
     kind,
     shape,
-    out.operand(op),
+    freshOperand(out, op),
     a.operand(op, broadcastStrides(a, shape, op)),
     b.operand(op, broadcastStrides(b, shape, op)),
     computeSettings(),
@@ -125,7 +125,7 @@ export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): 
 /** out = kind(a). */
 export function unaryKernel(op: string, kind: UnaryOp, a: Tensor): Tensor {
   const out = newOutput(op, a.shape);
-  kernels().unary(kind, a.shape, out.operand(op), a.operand(op), computeSettings());
+  kernels().unary(kind, a.shape, freshOperand(out, op), a.operand(op), computeSettings());
   return out;
 }
 

@@ -52,9 +52,15 @@ function binary(op: BinaryOpName, x: Operand, y: Operand): Tensor {
   if (typeof y !== "number") checkF32(op, y);
   const a = asTensor(x);
   const b = asTensor(y);
-  // Scalars made from numbers are temporaries: freed now, or owned by the record that may save them.
-  const temporaries = [x === a ? null : a, y === b ? null : b].filter((t): t is Tensor => t !== null);
   const out = binaryKernel(op, kernelCode("binary", op), a, b);
+  if (!shouldRecord(a, b)) {
+    // The common untracked call builds no record parts; scalars made from numbers are freed now.
+    if (a !== x) a.dispose();
+    if (b !== y) b.dispose();
+    return out;
+  }
+  // Scalars made from numbers are temporaries, owned by the record that may save them.
+  const temporaries = [x === a ? null : a, y === b ? null : b].filter((t): t is Tensor => t !== null);
   return recordOp(op, out, [a, b], { saved: binarySaves(op, a, b), owned: temporaries });
 }
 
@@ -156,6 +162,7 @@ const UNARY_SAVES: Record<UnaryName, "output" | "input" | null> = {
 function unary(op: UnaryName, x: Tensor): Tensor {
   checkF32(op, x);
   const out = unaryKernel(op, kernelCode("unary", op), x);
+  if (!shouldRecord(x)) return out;
   const saves = UNARY_SAVES[op];
   return recordOp(op, out, [x], { saved: saves === null ? [] : [saves === "output" ? out : x] });
 }

@@ -12,7 +12,7 @@ import { computeSettings, kernels } from "../context.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
-import { recordOp } from "../autograd/record.ts";
+import { recordOp, shouldRecord } from "../autograd/record.ts";
 import { kernelCode, type ReduceOpName, type SoftmaxOpName } from "../core/op_table.ts";
 import { checkF32, newOutput } from "./common.ts";
 
@@ -113,6 +113,7 @@ function reduction(
   const keepDims = keepDimsOf(op, options);
   const axes = reducedAxes(op, x, axis);
   const out = reduceKernel(op, kernelCode("reduce", op), x, axes, keepDims, DType.F32);
+  if (!shouldRecord(x)) return out;
   // Max and Min also save their input and output to route the gradient.
   return recordOp(op, out, [x], {
     attrs: { axes, keepDims },
