@@ -28,6 +28,28 @@ export {
   sub,
   tanh,
 } from "./elementwise.ts";
+// Issue 12's element-wise ops.
+export {
+  clamp,
+  elu,
+  expm1,
+  hardtanh,
+  leakyRelu,
+  log1p,
+  reciprocal,
+  rsqrt,
+  sign,
+  silu,
+  softplus,
+  square,
+} from "./elementwise.ts";
+export type {
+  ClampOptions,
+  EluOptions,
+  HardtanhOptions,
+  LeakyReluOptions,
+  SoftplusOptions,
+} from "./elementwise.ts";
 export { argmax, logSoftmax, max, mean, min, softmax, sum } from "./reduce.ts";
 export type { ReduceOptions } from "./reduce.ts";
 export { linear, matmul } from "./linalg.ts";
