@@ -2,7 +2,7 @@
 // (PyTorch 2.15's gradients at clamp's bounds and at NaN, sign's zeros and NaN, option checks).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ops, OptionError, Tensor } from "../mod.ts";
+import { ops, OptionError, Tensor, TensorCompute } from "../mod.ts";
 
 function values(t: Tensor): number[] {
   return Array.from(t.toArray() as Float32Array);
@@ -74,4 +74,18 @@ test("options are checked: unknown keys name PyTorch's spelling, and parameters 
   );
   assert.throws(() => ops.hardtanh(x, { min_val: 0 } as never), /minVal/);
   assert.throws(() => ops.clamp(x, { lo: 0 } as never), OptionError);
+});
+
+test("fast-mode pow with a whole exponent is exact where the result is (5² = 25, not 25.0000019)", () => {
+  using x = Tensor.from([5, 3, 2, 10, 1.1, -3]);
+  for (const mode of ["fast", "exact"] as const) {
+    TensorCompute.run({ mode }, () => {
+      using sq = ops.pow(x, 2);
+      assert.deepEqual(values(sq), [25, 9, 4, 100, Math.fround(Math.fround(1.1) ** 2), 9], mode);
+      using cube = ops.pow(x, 3);
+      assert.deepEqual(values(cube), [125, 27, 8, 1000, Math.fround(Math.fround(1.1) ** 3), -27], mode);
+      using inv = ops.pow(x, -2);
+      assert.deepEqual(values(inv).slice(0, 4), [0.04, 1 / 9, 0.25, 0.01].map(Math.fround), mode);
+    });
+  }
 });

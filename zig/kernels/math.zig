@@ -477,6 +477,22 @@ inline fn squareError(comptime n: usize, a: @Vector(n, f32), hi: @Vector(n, f32)
     return ((a_hi * a_hi - hi) + (a_hi + a_hi) * a_lo) + a_lo * a_lo;
 }
 
+/// x^y in f64 for whole y with |y| <= 64, by binary powering (at most 12 f64 products, so the f32 rounding of
+/// the result is nearly always the correct one, and exact wherever the result fits 53 bits).
+fn powWholeV(comptime n: usize, x: @Vector(n, f32), y: @Vector(n, f32)) F(n) {
+    const U = @Vector(n, u32);
+    var e: U = @intFromFloat(@abs(y));
+    var base: F(n) = x;
+    var acc = splat64(n, 1);
+    inline for (0..7) |_| {
+        const bit = (e & @as(U, @splat(1))) != @as(U, @splat(0));
+        acc = @select(f64, bit, acc * base, acc);
+        base = base * base;
+        e >>= @splat(1);
+    }
+    return @select(f64, y < splat(n, 0), splat64(n, 1) / acc, acc);
+}
+
 /// x^y as exp(y log|x|) for x > 0 and finite y in vectors; lanes with a special case (x <= 0, x = 1,
 /// y = 0, an infinity or a NaN) take the exact `pow` of the lane, so special values match exact mode.
 pub fn powFast(comptime n: usize, x: @Vector(n, f32), y: @Vector(n, f32)) @Vector(n, f32) {
@@ -485,6 +501,10 @@ pub fn powFast(comptime n: usize, x: @Vector(n, f32), y: @Vector(n, f32)) @Vecto
     const special = either(either(either(x <= splat(n, 0), x == splat(n, 1.0)), either(y == splat(n, 0), x != x)), either(either(@abs(x) == inf, @abs(y) == inf), y != y));
     const safe_x = @select(f32, special, splat(n, 1.0), x);
     var result = expFast(n, y * logFast(n, safe_x));
+    // A whole exponent up to 64 multiplies in f64 instead: exact where the result is (5^2 = 25), and
+    // correctly rounded nearly always, like PyTorch's integer powers.
+    const whole = @select(bool, @abs(y) <= splat(n, 64), @round(y) == y, @as(@Vector(n, bool), @splat(false)));
+    if (@reduce(.Or, whole)) result = @select(f32, whole, @as(V, @floatCast(powWholeV(n, x, @select(f32, whole, y, splat(n, 0))))), result);
     if (@reduce(.Or, special)) {
         inline for (0..n) |i| {
             if (special[i]) result[i] = @floatCast(pow(x[i], y[i]));
@@ -698,6 +718,15 @@ test "fast log covers subnormals, powers of two and the special values" {
     try testing.expectEqual(-std.math.inf(f32), y[4]);
     try testing.expect(std.math.isNan(y[5]) and std.math.isNan(y[7]));
     try testing.expectEqual(std.math.inf(f32), y[6]);
+}
+
+test "fast pow of a whole exponent is exact where the result is" {
+    const x: @Vector(8, f32) = .{ 5, 3, 2, 10, 1.5, 7, 0.5, 2 };
+    const y: @Vector(8, f32) = .{ 2, 3, -2, 7, 2, 0.5, -3, 64 };
+    const got = powFast(8, x, y);
+    const want = [_]f32{ 25, 27, 0.25, 1e7, 2.25, @floatCast(pow(7, 0.5)), 8, 0x1p64 };
+    inline for (0..7) |i| if (i != 5) try testing.expectEqual(want[i], got[i]);
+    try testing.expectEqual(want[7], got[7]);
 }
 
 test "fast pow is within its bound and exact on special lanes" {
