@@ -42,6 +42,13 @@ import type {
   ReduceOptions,
   RnnWeights,
 } from "./ops/mod.ts";
+import type {
+  ClampOptions,
+  EluOptions,
+  HardtanhOptions,
+  LeakyReluOptions,
+  SoftplusOptions,
+} from "./ops/mod.ts";
 import { randomFill, type Seed, seedWords } from "./core/random.ts";
 import { formatTensor, type TensorJson, tensorJson } from "./format.ts";
 
@@ -994,6 +1001,68 @@ export class Tensor {
   /** 1 / (1 + e^−x). */
   sigmoid(): Tensor {
     return ops.sigmoid(this);
+  }
+
+  // Issue 12's element-wise ops.
+
+  /** ln(1 + x). */
+  log1p(): Tensor {
+    return ops.log1p(this);
+  }
+
+  /** eˣ − 1. */
+  expm1(): Tensor {
+    return ops.expm1(this);
+  }
+
+  /** x·σ(x). */
+  silu(): Tensor {
+    return ops.silu(this);
+  }
+
+  /** ln(1 + e^(beta·x))/beta (x above the threshold). */
+  softplus(options?: SoftplusOptions): Tensor {
+    return ops.softplus(this, options);
+  }
+
+  /** x for x > 0, x·negativeSlope otherwise. */
+  leakyRelu(options?: LeakyReluOptions): Tensor {
+    return ops.leakyRelu(this, options);
+  }
+
+  /** x for x > 0, alpha·(eˣ − 1) otherwise. */
+  elu(options?: EluOptions): Tensor {
+    return ops.elu(this, options);
+  }
+
+  /** x clamped to [minVal, maxVal] (default [−1, 1]). */
+  hardtanh(options?: HardtanhOptions): Tensor {
+    return ops.hardtanh(this, options);
+  }
+
+  /** min(max(x, min), max) with number bounds. */
+  clamp(options: ClampOptions): Tensor {
+    return ops.clamp(this, options);
+  }
+
+  /** 1, −1, or 0 (for ±0 and NaN). */
+  sign(): Tensor {
+    return ops.sign(this);
+  }
+
+  /** 1/x. */
+  reciprocal(): Tensor {
+    return ops.reciprocal(this);
+  }
+
+  /** 1/√x. */
+  rsqrt(): Tensor {
+    return ops.rsqrt(this);
+  }
+
+  /** x·x. */
+  square(): Tensor {
+    return ops.square(this);
   }
 
   /** tanh(x). */

@@ -11,6 +11,7 @@ import {
   type Outputs,
   sameOutputs,
   ulp,
+  UNARY_COUNT,
   unaryCase,
 } from "./helpers/kernels_conformance.ts";
 import { contiguousView, OperandPool, Rng } from "./helpers/operands.ts";
@@ -48,13 +49,14 @@ test("every binary op matches the reference in both modes on random strided, fli
 });
 
 test("every unary op matches the reference: IEEE ops bitwise, exact transcendentals within 1 ulp, fast within bounds", () => {
-  const tally = cases(10 * 2 * 30, (pool, tally, i) => {
-    const op = (i % 10) as UnaryOp;
-    const mode = Math.floor(i / 10) % 2 === 0 ? "exact" : "fast";
+  const tally = cases(UNARY_COUNT * 2 * 30, (pool, tally, i) => {
+    const op = (i % UNARY_COUNT) as UnaryOp;
+    const mode = Math.floor(i / UNARY_COUNT) % 2 === 0 ? "exact" : "fast";
     unaryCase(pool, tally, 200_000 + i, { op, mode });
   });
   assert.deepEqual(tally.failures, []);
-  assert.equal(tally.cases, 600);
+  assert.equal(tally.cases, UNARY_COUNT * 60);
+  assert.ok(UNARY_COUNT >= 21);
   assert.ok(tally.elements > 100_000, `${tally.elements} elements`);
   // The f64 algorithms differ from Math's by an f64 ulp at most, which reaches the f32 result very rarely.
   assert.ok(tally.offByOne <= tally.elements * 1e-4, `${tally.offByOne} results 1 ulp off`);
@@ -75,7 +77,17 @@ test("exact-mode element-wise results are the same bits for 1, 2, 3 and 4 thread
       }
     }]);
   }
-  for (const op of [UnaryOp.Exp, UnaryOp.Tanh, UnaryOp.Gelu, UnaryOp.Erf, UnaryOp.Relu]) {
+  for (
+    const op of [
+      UnaryOp.Exp,
+      UnaryOp.Tanh,
+      UnaryOp.Gelu,
+      UnaryOp.Erf,
+      UnaryOp.Relu,
+      UnaryOp.Softplus,
+      UnaryOp.Expm1,
+    ]
+  ) {
     runs.push([`unary ${op}`, (threads) => {
       const pool = new OperandPool();
       try {
@@ -193,6 +205,11 @@ test("fast transcendental functions stay within FAST_ERROR_BOUNDS on dense grids
     [UnaryOp.Sigmoid, "sigmoid", -105, 105],
     [UnaryOp.Gelu, "gelu", -12, 12],
     [UnaryOp.Erf, "erf", -4.5, 4.5],
+    [UnaryOp.Log1p, "log1p", -0.999, 50],
+    [UnaryOp.Expm1, "expm1", -20, 80],
+    [UnaryOp.Silu, "silu", -80, 80],
+    [UnaryOp.Softplus, "softplus", -80, 30],
+    [UnaryOp.Elu, "elu", -20, 5],
   ];
   const n = 1 << 16;
   const pool = new OperandPool();
@@ -202,8 +219,8 @@ test("fast transcendental functions stay within FAST_ERROR_BOUNDS on dense grids
       const x = f32Operand(pool, Array.from({ length: n }, (_, i) => lo + (hi - lo) * i / n));
       const fast = f32Operand(pool, new Array(n).fill(0));
       const ref = f32Operand(pool, new Array(n).fill(0));
-      nativeKernels.unary(op, [n], fast, x, FAST);
-      referenceKernels.unary(op, [n], ref, x, EXACT);
+      nativeKernels.unary(op, [n], fast, x, FAST, [1, 20]);
+      referenceKernels.unary(op, [n], ref, x, EXACT, [1, 20]);
       let worst = 0;
       for (let i = 0; i < n; i++) {
         const r = ref.data[i] as number;

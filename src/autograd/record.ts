@@ -144,6 +144,17 @@ export interface RecordAttributes {
     /** Each sequence's input length and labels. */
     readonly sequences: readonly { readonly inputLength: number; readonly labels: readonly number[] }[];
   };
+  // Issue 12's parameterized element-wise ops (f32 values of their parameters).
+  /** softplus's beta and threshold. */
+  Softplus: { readonly beta: number; readonly threshold: number };
+  /** leakyRelu's negative slope. */
+  LeakyRelu: { readonly negativeSlope: number };
+  /** elu's alpha. */
+  Elu: { readonly alpha: number };
+  /** clamp's bounds (±∞ where absent). */
+  Clamp: { readonly min: number; readonly max: number };
+  /** hardtanh's bounds. */
+  Hardtanh: { readonly min: number; readonly max: number };
 }
 
 /** The attributes of record kind `K` (none for a kind `RecordAttributes` does not list). */

@@ -9,6 +9,7 @@ import { DType } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
+import { ge, le, minimum, sigmoid } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
 import { mean, sum } from "../ops/reduce.ts";
 import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
@@ -260,6 +261,64 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   // the reduction factor and g (slot 0: the log-probabilities; attributes: blank, reduction, zeroInfinity and
   // each sequence's input length and labels).
   CtcLoss: (r, g) => [ctcLossBackward(r.savedTensor(0), r.attrs, Array.from(g.toArray() as Float32Array))],
+  // --- Issue 12's element-wise ops, PyTorch's formulas ---
+  // d ln(1 + x) = g/(x + 1) (slot 0: x).
+  Log1p: (r, g) => [div(g, add(r.savedTensor(0), 1))],
+  // d(eˣ − 1) = g·(y + 1) (slot 0: y).
+  Expm1: (r, g) => [mul(g, add(r.savedTensor(0), 1))],
+  // d silu = g·σ(x)·(1 + x·(1 − σ(x))) (slot 0: x).
+  Silu: (r, g) => {
+    const x = r.savedTensor(0);
+    const s = sigmoid(x);
+    return [mul(g, mul(s, add(mul(x, sub(1, s)), 1)))];
+  },
+  // d softplus = g where beta·x > threshold, else g·σ(beta·x) (slot 0: x).
+  Softplus: (r, g) => {
+    const z = mul(r.savedTensor(0), r.attrs.beta);
+    const above = asFloat(gt(z, r.attrs.threshold));
+    return [mul(g, add(above, mul(sub(1, above), sigmoid(z))))];
+  },
+  // g where x > 0, else g·slope (NaN takes the slope, as PyTorch's x > 0 test) (slot 0: x).
+  LeakyRelu: (r, g) => {
+    const positive = asFloat(gt(r.savedTensor(0), 0));
+    return [mul(g, add(positive, mul(sub(1, positive), r.attrs.negativeSlope)))];
+  },
+  // g·alpha·eˣ where x ≤ 0, else g (slot 0: x; eˣ of min(x, 0), so large x gives no ∞·0).
+  Elu: (r, g) => {
+    const x = r.savedTensor(0);
+    const negative = asFloat(le(x, 0));
+    const slope = mul(exp(minimum(x, 0)), r.attrs.alpha);
+    return [mul(g, add(sub(1, negative), mul(negative, slope)))];
+  },
+  // g where min < x < max strictly, 0 at a bound and at NaN (PyTorch 2.15 with number bounds) (slot 0: x).
+  Clamp: (r, g) => {
+    const x = r.savedTensor(0);
+    let pass: Tensor | null = null;
+    if (r.attrs.min !== -Infinity) pass = asFloat(gt(x, r.attrs.min));
+    if (r.attrs.max !== Infinity) {
+      const below = asFloat(lt(x, r.attrs.max));
+      pass = pass === null ? below : mul(pass, below);
+    }
+    return [pass === null ? g : mul(g, pass)];
+  },
+  // g unless x ≤ min or x ≥ max (NaN passes), as PyTorch's hardtanh_backward (slot 0: x).
+  Hardtanh: (r, g) => {
+    const x = r.savedTensor(0);
+    const pass = mul(sub(1, asFloat(le(x, r.attrs.min))), sub(1, asFloat(ge(x, r.attrs.max))));
+    return [mul(g, pass)];
+  },
+  // d(1/x) = −g·y² (slot 0: y).
+  Reciprocal: (r, g) => {
+    const y = r.savedTensor(0);
+    return [neg(mul(g, mul(y, y)))];
+  },
+  // d x^(−1/2) = −0.5·g·y³ (slot 0: y).
+  Rsqrt: (r, g) => {
+    const y = r.savedTensor(0);
+    return [mul(mul(g, mul(mul(y, y), y)), -0.5)];
+  },
+  // d x² = g·2x (slot 0: x).
+  Square: (r, g) => [mul(g, mul(r.savedTensor(0), 2))],
 };
 
 /** g shared among the positions equal to the extremum (Max and Min; slots: input, output). */

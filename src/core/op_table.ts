@@ -105,6 +105,20 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   sigmoid: { kernel: k("unary", "Sigmoid", 7), dtypes: "f32", grad: { record: "Sigmoid" } },
   gelu: { kernel: k("unary", "Gelu", 8), dtypes: "f32", grad: { record: "Gelu" } },
   erf: { kernel: k("unary", "Erf", 9), dtypes: "f32", grad: { record: "Erf" } },
+  // Element-wise, one operand (issue 12); softplus, leakyRelu, elu and clamp read their parameters from the
+  // argument block's floats; hardtanh runs the clamp kernel.
+  log1p: { kernel: k("unary", "Log1p", 10), dtypes: "f32", grad: { record: "Log1p" } },
+  expm1: { kernel: k("unary", "Expm1", 11), dtypes: "f32", grad: { record: "Expm1" } },
+  silu: { kernel: k("unary", "Silu", 12), dtypes: "f32", grad: { record: "Silu" } },
+  softplus: { kernel: k("unary", "Softplus", 13), dtypes: "f32", grad: { record: "Softplus" } },
+  leakyRelu: { kernel: k("unary", "LeakyRelu", 14), dtypes: "f32", grad: { record: "LeakyRelu" } },
+  elu: { kernel: k("unary", "Elu", 15), dtypes: "f32", grad: { record: "Elu" } },
+  clamp: { kernel: k("unary", "Clamp", 16), dtypes: "f32", grad: { record: "Clamp" } },
+  sign: { kernel: k("unary", "Sign", 17), dtypes: "f32", grad: "none" },
+  reciprocal: { kernel: k("unary", "Reciprocal", 18), dtypes: "f32", grad: { record: "Reciprocal" } },
+  rsqrt: { kernel: k("unary", "Rsqrt", 19), dtypes: "f32", grad: { record: "Rsqrt" } },
+  square: { kernel: k("unary", "Square", 20), dtypes: "f32", grad: { record: "Square" } },
+  hardtanh: { dtypes: "f32", grad: { record: "Hardtanh" } },
   // Reductions over any set of axes.
   sum: { kernel: k("reduce", "Sum", 0), dtypes: "f32", grad: { record: "Sum" } },
   mean: { kernel: k("reduce", "Mean", 1), dtypes: "f32", grad: { record: "Mean" } },

@@ -30,6 +30,18 @@ export type OpName =
   | "sigmoid"
   | "gelu"
   | "erf"
+  | "log1p"
+  | "expm1"
+  | "silu"
+  | "softplus"
+  | "leakyRelu"
+  | "elu"
+  | "clamp"
+  | "sign"
+  | "reciprocal"
+  | "rsqrt"
+  | "square"
+  | "hardtanh"
   | "sum"
   | "mean"
   | "max"
@@ -87,6 +99,17 @@ export type RecordKind =
   | "Sigmoid"
   | "Gelu"
   | "Erf"
+  | "Log1p"
+  | "Expm1"
+  | "Silu"
+  | "Softplus"
+  | "LeakyRelu"
+  | "Elu"
+  | "Clamp"
+  | "Reciprocal"
+  | "Rsqrt"
+  | "Square"
+  | "Hardtanh"
   | "Sum"
   | "Mean"
   | "Max"
@@ -130,6 +153,17 @@ export type DifferentiableOp =
   | "sigmoid"
   | "gelu"
   | "erf"
+  | "log1p"
+  | "expm1"
+  | "silu"
+  | "softplus"
+  | "leakyRelu"
+  | "elu"
+  | "clamp"
+  | "reciprocal"
+  | "rsqrt"
+  | "square"
+  | "hardtanh"
   | "sum"
   | "mean"
   | "max"
@@ -192,7 +226,18 @@ export type UnaryOpName =
   | "tanh"
   | "sigmoid"
   | "gelu"
-  | "erf";
+  | "erf"
+  | "log1p"
+  | "expm1"
+  | "silu"
+  | "softplus"
+  | "leakyRelu"
+  | "elu"
+  | "clamp"
+  | "sign"
+  | "reciprocal"
+  | "rsqrt"
+  | "square";
 
 /** The operators whose kernel is in the `reduce` family (their names in `ops`). */
 export type ReduceOpName =
@@ -249,6 +294,17 @@ export interface KernelCodes {
     readonly Sigmoid: 7;
     readonly Gelu: 8;
     readonly Erf: 9;
+    readonly Log1p: 10;
+    readonly Expm1: 11;
+    readonly Silu: 12;
+    readonly Softplus: 13;
+    readonly LeakyRelu: 14;
+    readonly Elu: 15;
+    readonly Clamp: 16;
+    readonly Sign: 17;
+    readonly Reciprocal: 18;
+    readonly Rsqrt: 19;
+    readonly Square: 20;
   };
   /** The reduce kernels by name, with their codes. */
   readonly reduce: {

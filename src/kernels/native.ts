@@ -63,6 +63,12 @@ export const FAST_ERROR_BOUNDS = {
   erf: { ulps: 4, slope: 0, abs: 0 },
   pow: { ulps: 4, slope: 2, abs: 0 },
   softmax: { ulps: 6, slope: 0, abs: 0 },
+  log1p: { ulps: 6, slope: 0, abs: 0 },
+  expm1: { ulps: 12, slope: 0, abs: 0 },
+  /** A subnormal result inherits sigmoid's subnormal rounding times |x| (up to 104): 2^-140 absolute. */
+  silu: { ulps: 6, slope: 0, abs: 2 ** -140 },
+  softplus: { ulps: 12, slope: 0, abs: 0 },
+  elu: { ulps: 12, slope: 0, abs: 0 },
   /** log s inherits the exponentials' f32 error: up to 2^-22 absolute, whatever the result's size. */
   logSoftmax: { ulps: 6, slope: 0, abs: 2 ** -21 },
 } as const satisfies Record<string, FastErrorBound>;
@@ -117,11 +123,13 @@ export const nativeKernels: TensorKernels = {
     out: KernelOperand,
     a: KernelOperand,
     settings: ComputeSettings,
+    params?: readonly [number, number],
   ): void {
     args.shape(shape)
       .operand(0, out.offset, out.strides)
       .operand(1, a.offset, a.strides)
       .op(op, MODE[settings.mode], settings.threads);
+    if (params !== undefined) args.float(0, params[0]).float(1, params[1]);
     native.zt_unary_f32(args.pointer, out.pointer, a.pointer);
   },
 

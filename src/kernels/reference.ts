@@ -142,8 +142,23 @@ const BINARY_BY_NAME: Record<keyof typeof BinaryOp, (x: number, y: number) => nu
   Ge: (x, y) => x >= y ? 1 : 0,
 };
 
-/** Unary functions by kernel name; the f32 rounding happens in the store. */
-const UNARY_BY_NAME: Record<keyof typeof UnaryOp, (x: number) => number> = {
+const f32Product = new Float32Array(1);
+
+/** x·y rounded to f32 (one IEEE f32 multiplication). */
+function mulF32(x: number, y: number): number {
+  f32Product[0] = x * y;
+  return f32Product[0];
+}
+
+/**
+ * Unary functions by kernel name, with the op's two parameters `p` and `q` (f32 values); the f32 rounding
+ * happens in the store. Issue 12's functions: `log1p`, `expm1` are `Math`'s; `silu(x) = x/(1 + exp(−x))`;
+ * `softplus` with z = f32(x·beta) is x where z > threshold, else log1p(exp(z))/beta; `leakyRelu` is x for
+ * x > 0, else the f32 product x·slope; `elu` is x for x > 0, else alpha·expm1(x); `clamp` is m = (x < lo ? lo : x),
+ * then (hi < m ? hi : m), PyTorch's order (NaN and −0 stay, hi where lo > hi); `sign` is ±1, and 0 for ±0 and NaN (PyTorch's); `reciprocal` 1/x, `rsqrt`
+ * f32(1/f32(√x)) (two IEEE operations, as PyTorch), `square` x·x.
+ */
+const UNARY_BY_NAME: Record<keyof typeof UnaryOp, (x: number, p: number, q: number) => number> = {
   Neg: (x) => -x,
   Abs: Math.abs,
   Relu: (x) => x > 0 ? x : x !== x ? x : 0,
@@ -154,6 +169,23 @@ const UNARY_BY_NAME: Record<keyof typeof UnaryOp, (x: number) => number> = {
   Sigmoid: (x) => 1 / (1 + Math.exp(-x)),
   Gelu: gelu64,
   Erf: erf64,
+  Log1p: Math.log1p,
+  Expm1: Math.expm1,
+  Silu: (x) => x / (1 + Math.exp(-x)),
+  Softplus: (x, beta, threshold) => {
+    const z = mulF32(x, beta);
+    return z > threshold ? x : Math.log1p(Math.exp(z)) / beta;
+  },
+  LeakyRelu: (x, slope) => x > 0 ? x : mulF32(x, slope),
+  Elu: (x, alpha) => x > 0 ? x : alpha * Math.expm1(x),
+  Clamp: (x, lo, hi) => {
+    const m = x < lo ? lo : x;
+    return hi < m ? hi : m;
+  },
+  Sign: (x) => x > 0 ? 1 : x < 0 ? -1 : 0,
+  Reciprocal: (x) => 1 / x,
+  Rsqrt: (x) => 1 / Math.fround(Math.sqrt(x)),
+  Square: (x) => x * x,
 };
 
 /** `byName` as an array indexed by the op table's codes of `family`. */
@@ -409,14 +441,22 @@ export const referenceKernels: TensorKernels = {
     binaryLoop(op, shape, out, a, b);
   },
 
-  unary(op: UnaryOp, shape: readonly number[], out: KernelOperand, a: KernelOperand): void {
+  unary(
+    op: UnaryOp,
+    shape: readonly number[],
+    out: KernelOperand,
+    a: KernelOperand,
+    _settings?: ComputeSettings,
+    params?: readonly [number, number],
+  ): void {
     const f = UNARY[op];
     const o = out.data as Float32Array;
     const x = a.data as Float32Array;
+    const [p, q] = params ?? [0, 0];
     walk(
       shape,
       (i, j) => {
-        o[i] = f(x[j]);
+        o[i] = f(x[j], p, q);
       },
       out,
       a,

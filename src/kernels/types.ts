@@ -87,13 +87,17 @@ export interface TensorKernels {
     settings: ComputeSettings,
   ): void;
 
-  /** out = op(a) over `shape`. */
+  /**
+   * out = op(a) over `shape`. `params` (f32 values) are the parameterized ops' two parameters: softplus's
+   * beta and threshold, leakyRelu's negative slope, elu's alpha, clamp's lower and upper bound.
+   */
   unary(
     op: UnaryOp,
     shape: readonly number[],
     out: KernelOperand,
     a: KernelOperand,
     settings: ComputeSettings,
+    params?: readonly [number, number],
   ): void;
 
   /**

@@ -5,12 +5,14 @@
  *
  * @module
  */
+import { OptionError } from "../core/errors.ts";
+import { checkOptions, describe } from "../core/options.ts";
 import { DType } from "../core/dtype.ts";
-import { GradMode } from "../context.ts";
+import { computeSettings, GradMode, kernels } from "../context.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { UnaryOp } from "../kernels/types.ts";
-import { binaryKernel, checkF32, unaryKernel } from "./common.ts";
-import { recordOp, shouldRecord } from "../autograd/record.ts";
+import { binaryKernel, checkF32, newOutput, unaryKernel } from "./common.ts";
+import { type AttributesOf, recordOp, shouldRecord } from "../autograd/record.ts";
 import { type BinaryOpName, kernelCode, type UnaryOpName } from "../core/op_table.ts";
 
 /** A tensor operand or a number (an F32 scalar). */
@@ -142,8 +144,8 @@ export function ge(a: Operand, b: Operand): Tensor {
   return binary("ge", a, b);
 }
 
-/** The unary ops of the op table that are one kernel call (`gelu` also saves an inner term). */
-type UnaryName = Exclude<UnaryOpName, "gelu">;
+/** The unary ops of the op table that are one kernel call without options (`gelu` also saves an inner term). */
+type UnaryName = Exclude<UnaryOpName, "gelu" | "softplus" | "leakyRelu" | "elu" | "clamp">;
 
 /** Saved slot 0 of each unary op: its output or its input (see the backward rules). */
 const UNARY_SAVES: Record<UnaryName, "output" | "input" | null> = {
@@ -156,6 +158,13 @@ const UNARY_SAVES: Record<UnaryName, "output" | "input" | null> = {
   log: "input",
   abs: "input",
   erf: "input",
+  log1p: "input",
+  expm1: "output",
+  silu: "input",
+  sign: null,
+  reciprocal: "output",
+  rsqrt: "output",
+  square: "input",
 };
 
 /** One unary op of the op table: its kernel through the seam, then its record as the table says. */
@@ -242,4 +251,185 @@ export function gelu(x: Tensor): Tensor {
     return unaryKernel("gelu", UnaryOp.Tanh, arg);
   });
   return recordOp("gelu", out, [x], { saved: [x, inner], owned: [inner] });
+}
+
+// --- Issue 12: more unary functions, with parameters where PyTorch has them ---
+
+/** A number option: `fallback` when absent, else a number (an `OptionError` names the op otherwise). */
+function numberOption(op: string, name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number") {
+    throw new OptionError(op, `${name} must be a number, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/**
+ * One unary kernel call with two f32 parameters (rounded to f32 here, as PyTorch converts a number to the
+ * tensor's type), then the record as the table says, under `kind`'s attributes.
+ */
+function unaryWith<K extends "Softplus" | "LeakyRelu" | "Elu" | "Clamp" | "Hardtanh">(
+  op: "softplus" | "leakyRelu" | "elu" | "clamp" | "hardtanh",
+  kernel: UnaryOp,
+  x: Tensor,
+  params: readonly [number, number],
+  saved: "input" | "output",
+  attrs: AttributesOf<K>,
+): Tensor {
+  checkF32(op, x);
+  const out = newOutput(op, x.shape);
+  const p: [number, number] = [Math.fround(params[0]), Math.fround(params[1])];
+  kernels().unary(kernel, x.shape, out.operand(op), x.operand(op), computeSettings(), p);
+  return recordOp(op, out, [x], { saved: [saved === "output" ? out : x], attrs });
+}
+
+/** ln(1 + x), accurate near 0; saves its input. */
+export function log1p(x: Tensor): Tensor {
+  return unary("log1p", x);
+}
+
+/** eˣ − 1, accurate near 0; saves its output. */
+export function expm1(x: Tensor): Tensor {
+  return unary("expm1", x);
+}
+
+/** SiLU (swish): x·σ(x) = x/(1 + e^−x); saves its input. */
+export function silu(x: Tensor): Tensor {
+  return unary("silu", x);
+}
+
+/** The options of `softplus` (PyTorch's `beta` and `threshold`). */
+export interface SoftplusOptions {
+  /** The sharpness: softplus is ln(1 + e^(beta·x))/beta. @default 1 */
+  readonly beta?: number;
+  /** Above this value of beta·x the op is x itself. @default 20 */
+  readonly threshold?: number;
+}
+
+/**
+ * softplus: ln(1 + e^(beta·x))/beta, and x where beta·x > threshold (PyTorch's `F.softplus`); saves its
+ * input.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([0, 30]);
+ * using y = ops.softplus(x);
+ * assert.ok(Math.abs(y.get(0) - Math.LN2) < 1e-7 && y.get(1) === 30);
+ * ```
+ */
+export function softplus(x: Tensor, options?: SoftplusOptions): Tensor {
+  const o = checkOptions("softplus", options, ["beta", "threshold"]);
+  const beta = numberOption("softplus", "beta", o.beta, 1);
+  const threshold = numberOption("softplus", "threshold", o.threshold, 20);
+  return unaryWith<"Softplus">("softplus", UnaryOp.Softplus, x, [beta, threshold], "input", {
+    beta: Math.fround(beta),
+    threshold: Math.fround(threshold),
+  });
+}
+
+/** The options of `leakyRelu` (PyTorch's `negative_slope`). */
+export interface LeakyReluOptions {
+  /** The slope for x ≤ 0. @default 0.01 */
+  readonly negativeSlope?: number;
+}
+
+/** x for x > 0, x·negativeSlope otherwise (PyTorch's `F.leaky_relu`); saves its input. */
+export function leakyRelu(x: Tensor, options?: LeakyReluOptions): Tensor {
+  const o = checkOptions("leakyRelu", options, ["negativeSlope"], { negative_slope: "negativeSlope" });
+  const slope = numberOption("leakyRelu", "negativeSlope", o.negativeSlope, 0.01);
+  return unaryWith<"LeakyRelu">("leakyRelu", UnaryOp.LeakyRelu, x, [slope, 0], "input", {
+    negativeSlope: Math.fround(slope),
+  });
+}
+
+/** The options of `elu`. */
+export interface EluOptions {
+  /** The scale of the negative part. @default 1 */
+  readonly alpha?: number;
+}
+
+/** x for x > 0, alpha·(eˣ − 1) otherwise (PyTorch's `F.elu`); saves its input. */
+export function elu(x: Tensor, options?: EluOptions): Tensor {
+  const o = checkOptions("elu", options, ["alpha"]);
+  const alpha = numberOption("elu", "alpha", o.alpha, 1);
+  return unaryWith<"Elu">("elu", UnaryOp.Elu, x, [alpha, 0], "input", { alpha: Math.fround(alpha) });
+}
+
+/** The options of `hardtanh` (PyTorch's `min_val` and `max_val`). */
+export interface HardtanhOptions {
+  /** The lower bound. @default -1 */
+  readonly minVal?: number;
+  /** The upper bound. @default 1 */
+  readonly maxVal?: number;
+}
+
+/**
+ * x clamped to [minVal, maxVal] (PyTorch's `F.hardtanh`). Its gradient passes where minVal < x < maxVal
+ * strictly, and where x is NaN, like PyTorch's; saves its input.
+ */
+export function hardtanh(x: Tensor, options?: HardtanhOptions): Tensor {
+  const o = checkOptions("hardtanh", options, ["minVal", "maxVal"], {
+    min_val: "minVal",
+    max_val: "maxVal",
+  });
+  const lo = numberOption("hardtanh", "minVal", o.minVal, -1);
+  const hi = numberOption("hardtanh", "maxVal", o.maxVal, 1);
+  return unaryWith<"Hardtanh">("hardtanh", UnaryOp.Clamp, x, [lo, hi], "input", {
+    min: Math.fround(lo),
+    max: Math.fround(hi),
+  });
+}
+
+/** The bounds of `clamp`; either may be absent. */
+export interface ClampOptions {
+  /** The lower bound. */
+  readonly min?: number;
+  /** The upper bound. */
+  readonly max?: number;
+}
+
+/**
+ * min(max(x, min), max) with number bounds, either optional (PyTorch's `torch.clamp`): NaN stays NaN, and
+ * where min > max the result is max. Its gradient passes where min < x < max strictly (0 at a bound and at
+ * NaN), as PyTorch 2.15 computes it for number bounds; saves its input.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([-2, 0.5, 3]);
+ * using y = ops.clamp(x, { min: 0, max: 1 });
+ * assert.deepEqual([...y.toArray()], [0, 0.5, 1]);
+ * ```
+ */
+export function clamp(x: Tensor, options: ClampOptions): Tensor {
+  const o = checkOptions("clamp", options, ["min", "max"]);
+  const lo = numberOption("clamp", "min", o.min, -Infinity);
+  const hi = numberOption("clamp", "max", o.max, Infinity);
+  return unaryWith<"Clamp">("clamp", UnaryOp.Clamp, x, [lo, hi], "input", {
+    min: Math.fround(lo),
+    max: Math.fround(hi),
+  });
+}
+
+/** sign(x): 1, −1, and 0 for ±0 and NaN (PyTorch's); not differentiable (PyTorch's gradient is 0). */
+export function sign(x: Tensor): Tensor {
+  return unary("sign", x);
+}
+
+/** 1/x; saves its output. */
+export function reciprocal(x: Tensor): Tensor {
+  return unary("reciprocal", x);
+}
+
+/** 1/√x (an f32 square root, then an f32 division, as PyTorch); saves its output. */
+export function rsqrt(x: Tensor): Tensor {
+  return unary("rsqrt", x);
+}
+
+/** x·x; saves its input. */
+export function square(x: Tensor): Tensor {
+  return unary("square", x);
 }

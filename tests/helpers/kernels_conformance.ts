@@ -165,6 +165,13 @@ const UNARY_FILL: Record<number, [Fill, number]> = {
   [UnaryOp.Sigmoid]: ["mixed", 100],
   [UnaryOp.Gelu]: ["mixed", 12],
   [UnaryOp.Erf]: ["mixed", 5],
+  [UnaryOp.Log1p]: ["mixed", 4],
+  [UnaryOp.Expm1]: ["mixed", 90],
+  [UnaryOp.Silu]: ["mixed", 100],
+  [UnaryOp.Softplus]: ["mixed", 30],
+  [UnaryOp.Elu]: ["mixed", 20],
+  [UnaryOp.Reciprocal]: ["wide", 0],
+  [UnaryOp.Rsqrt]: ["positive", 0],
 };
 
 const UNARY_BOUND: Record<number, FastErrorBound> = {
@@ -174,7 +181,35 @@ const UNARY_BOUND: Record<number, FastErrorBound> = {
   [UnaryOp.Sigmoid]: FAST_ERROR_BOUNDS.sigmoid,
   [UnaryOp.Gelu]: FAST_ERROR_BOUNDS.gelu,
   [UnaryOp.Erf]: FAST_ERROR_BOUNDS.erf,
+  [UnaryOp.Log1p]: FAST_ERROR_BOUNDS.log1p,
+  [UnaryOp.Expm1]: FAST_ERROR_BOUNDS.expm1,
+  [UnaryOp.Silu]: FAST_ERROR_BOUNDS.silu,
+  [UnaryOp.Softplus]: FAST_ERROR_BOUNDS.softplus,
+  [UnaryOp.Elu]: FAST_ERROR_BOUNDS.elu,
 };
+
+/** How many unary and binary kernels the op table has. */
+export const UNARY_COUNT: number = Object.keys(UnaryOp).length;
+export const BINARY_COUNT: number = Object.keys(BinaryOp).length;
+
+/** Random parameters for the parameterized unary ops (f32 values), or none. */
+function unaryParams(rng: Rng, op: UnaryOp): [number, number] | undefined {
+  const f = Math.fround;
+  switch (op) {
+    case UnaryOp.Softplus:
+      return [f(rng.pick([1, 0.5, 2, 3.3])), f(rng.pick([20, 1, 5.5]))];
+    case UnaryOp.LeakyRelu:
+      return [f(rng.pick([0.01, 0.2, -0.3])), 0];
+    case UnaryOp.Elu:
+      return [f(rng.pick([1, 0.7, 2.5])), 0];
+    case UnaryOp.Clamp: {
+      const lo = f(rng.uniform(-3, 1));
+      return [lo, rng.chance(0.2) ? f(lo - 1) : rng.chance(0.2) ? Infinity : f(lo + rng.uniform(0, 3))];
+    }
+    default:
+      return undefined;
+  }
+}
 
 /** The gelu bound's argument: |2u|, u = √(2/π)(x + 0.044715x³). */
 function geluArgument(x: number): number {
@@ -189,7 +224,7 @@ export function unaryCase(
   force: { shape?: number[]; mode?: ArithmeticMode; op?: UnaryOp; threads?: number } = {},
 ): Outputs {
   const rng = new Rng(seed);
-  const op = force.op ?? (rng.int(10) as UnaryOp);
+  const op = force.op ?? (rng.int(UNARY_COUNT) as UnaryOp);
   const shape = force.shape ?? randomShape(rng, { allowEmpty: true });
   const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
   const a = pool.operand("f32", randomView(rng, shape, { broadcast: true }));
@@ -199,8 +234,9 @@ export function unaryCase(
   const outRef = pool.operand("f32", randomView(rng, shape));
   fillF32(rng, outRef.data as Float32Array, "uniform");
   const outNat = pool.twin(outRef);
-  referenceKernels.unary(op, shape, outRef, a, settings);
-  nativeKernels.unary(op, shape, outNat, a, settings);
+  const params = unaryParams(rng, op);
+  referenceKernels.unary(op, shape, outRef, a, settings, params);
+  nativeKernels.unary(op, shape, outNat, a, settings, params);
   const inputs = viewOffsets(shape, a);
   const x = (k: number) => (a.data as Float32Array)[inputs[k]];
   const transcendental = UNARY_BOUND[op] !== undefined;
@@ -229,7 +265,7 @@ export function binaryCase(
   force: { shape?: number[]; mode?: ArithmeticMode; op?: BinaryOp; threads?: number } = {},
 ): Outputs {
   const rng = new Rng(seed);
-  const op = force.op ?? (rng.int(13) as BinaryOp);
+  const op = force.op ?? (rng.int(BINARY_COUNT) as BinaryOp);
   const shape = force.shape ?? randomShape(rng, { allowEmpty: true });
   const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
   const a = pool.operand("f32", randomView(rng, shape, { broadcast: true }));

@@ -494,6 +494,107 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       },
     },
   ],
+  // Issue 12's element-wise ops.
+  log1p: [
+    {
+      name: "log1p",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.log1p(a),
+      f64: ([a]) => R.map(a, Math.log1p),
+      positive: true,
+    },
+  ],
+  expm1: [
+    {
+      name: "expm1",
+      shapes: [[2, 5]],
+      f32: ([a]) => ops.expm1(a),
+      f64: ([a]) => R.map(a, Math.expm1),
+      strided: true,
+    },
+  ],
+  silu: [
+    {
+      name: "silu",
+      shapes: [[7]],
+      f32: ([a]) => ops.silu(a),
+      f64: ([a]) => R.map(a, (x) => x / (1 + Math.exp(-x))),
+    },
+  ],
+  softplus: [
+    {
+      name: "softplus (beta 2, threshold 3: both branches)",
+      shapes: [[4, 4]],
+      f32: ([a]) => ops.softplus(a, { beta: 2, threshold: 3 }),
+      f64: ([a]) => R.map(a, (x) => 2 * x > 3 ? x : Math.log1p(Math.exp(2 * x)) / 2),
+    },
+  ],
+  leakyRelu: [
+    {
+      name: "leakyRelu (slope 0.2)",
+      shapes: [[3, 5]],
+      f32: ([a]) => ops.leakyRelu(a, { negativeSlope: 0.2 }),
+      f64: ([a]) => R.map(a, (x) => x > 0 ? x : x * Math.fround(0.2)),
+      strided: true,
+    },
+  ],
+  elu: [
+    {
+      name: "elu (alpha 1.5)",
+      shapes: [[9]],
+      f32: ([a]) => ops.elu(a, { alpha: 1.5 }),
+      f64: ([a]) => R.map(a, (x) => x > 0 ? x : 1.5 * Math.expm1(x)),
+    },
+  ],
+  clamp: [
+    {
+      name: "clamp to [-1, 0.5]",
+      shapes: [[4, 3]],
+      f32: ([a]) => ops.clamp(a, { min: -1, max: 0.5 }),
+      f64: ([a]) => R.map(a, (x) => Math.min(Math.max(x, -1), 0.5)),
+    },
+    {
+      name: "clamp, max only",
+      shapes: [[6]],
+      f32: ([a]) => ops.clamp(a, { max: 0.25 }),
+      f64: ([a]) => R.map(a, (x) => Math.min(x, 0.25)),
+    },
+  ],
+  hardtanh: [
+    {
+      name: "hardtanh to [-0.5, 1]",
+      shapes: [[8]],
+      f32: ([a]) => ops.hardtanh(a, { minVal: -0.5, maxVal: 1 }),
+      f64: ([a]) => R.map(a, (x) => Math.min(Math.max(x, -0.5), 1)),
+    },
+  ],
+  reciprocal: [
+    {
+      name: "reciprocal",
+      shapes: [[5]],
+      f32: ([a]) => ops.reciprocal(a),
+      f64: ([a]) => R.map(a, (x) => 1 / x),
+      positive: true,
+    },
+  ],
+  rsqrt: [
+    {
+      name: "rsqrt",
+      shapes: [[5]],
+      f32: ([a]) => ops.rsqrt(a),
+      f64: ([a]) => R.map(a, (x) => 1 / Math.sqrt(x)),
+      positive: true,
+    },
+  ],
+  square: [
+    {
+      name: "square",
+      shapes: [[2, 3]],
+      f32: ([a]) => ops.square(a),
+      f64: ([a]) => R.map(a, (x) => x * x),
+      strided: true,
+    },
+  ],
 };
 
 /** The differentiable operators of the table, by walking it. */

@@ -203,6 +203,34 @@ pub fn powV(comptime n: usize, x: F(n), y: F(n)) F(n) {
     return result;
 }
 
+/// log(1 + x) without cancellation near 0: u = 1 + x rounded, then log(u)·x/(u - 1), which cancels u's
+/// rounding error (Goldberg's form); x itself where u rounds to 1, +inf at +inf.
+pub fn log1pV(comptime n: usize, x: F(n)) F(n) {
+    const u = splat64(n, 1) + x;
+    const one = u == splat64(n, 1);
+    const safe_den = @select(f64, one, splat64(n, 1), u - splat64(n, 1));
+    const r = logV(n, u) * (x / safe_den);
+    return @select(f64, one, x, @select(f64, x == splat64(n, inf64), x, r));
+}
+
+/// silu(x) = x / (1 + exp(-x)).
+pub fn siluV(comptime n: usize, x: F(n)) F(n) {
+    return x / (splat64(n, 1) + expV(n, -x));
+}
+
+/// softplus with beta and threshold: z = f32(x·beta) (an f32 product, as PyTorch computes it); x where z >
+/// threshold, else log1p(exp(z)) / beta.
+pub fn softplusV(comptime n: usize, x: @Vector(n, f32), beta: f32, threshold: f32) F(n) {
+    const z: @Vector(n, f32) = x * @as(@Vector(n, f32), @splat(beta));
+    const y = log1pV(n, expV(n, z)) / splat64(n, beta);
+    return @select(f64, z > @as(@Vector(n, f32), @splat(threshold)), @as(F(n), x), y);
+}
+
+/// elu(x) = x for x > 0, alpha·expm1(x) otherwise.
+pub fn eluV(comptime n: usize, x: F(n), alpha: f32) F(n) {
+    return @select(f64, x > splat64(n, 0), x, splat64(n, alpha) * expm1V(n, x));
+}
+
 /// Scalar forms of the vector functions (the same bits).
 pub fn exp(x: f64) f64 {
     return expV(1, .{x})[0];
@@ -311,6 +339,12 @@ pub const fast_bounds = struct {
     /// arg = |y ln|x||: log's relative error is multiplied by the size of the exponent.
     pub const pow: FastBound = .{ .ulps = 4, .slope = 2 };
     pub const softmax: FastBound = .{ .ulps = 6 };
+    pub const log1p: FastBound = .{ .ulps = 6 };
+    pub const expm1: FastBound = .{ .ulps = 12 };
+    /// Absolute part: a subnormal result inherits sigmoid's subnormal rounding times |x| (up to 104).
+    pub const silu: FastBound = .{ .ulps = 6, .abs = 0x1p-140 };
+    pub const softplus: FastBound = .{ .ulps = 12 };
+    pub const elu: FastBound = .{ .ulps = 12 };
     /// Absolute part: log s inherits the exponentials' f32 error, 2^-22 at most, whatever the result's size.
     pub const log_softmax: FastBound = .{ .ulps = 6, .abs = 0x1p-21 };
 };
@@ -443,6 +477,22 @@ inline fn squareError(comptime n: usize, a: @Vector(n, f32), hi: @Vector(n, f32)
     return ((a_hi * a_hi - hi) + (a_hi + a_hi) * a_lo) + a_lo * a_lo;
 }
 
+/// x^y in f64 for whole y with |y| <= 64, by binary powering (at most 12 f64 products, so the f32 rounding of
+/// the result is nearly always the correct one, and exact wherever the result fits 53 bits).
+fn powWholeV(comptime n: usize, x: @Vector(n, f32), y: @Vector(n, f32)) F(n) {
+    const U = @Vector(n, u32);
+    var e: U = @intFromFloat(@abs(y));
+    var base: F(n) = x;
+    var acc = splat64(n, 1);
+    inline for (0..7) |_| {
+        const bit = (e & @as(U, @splat(1))) != @as(U, @splat(0));
+        acc = @select(f64, bit, acc * base, acc);
+        base = base * base;
+        e >>= @splat(1);
+    }
+    return @select(f64, y < splat(n, 0), splat64(n, 1) / acc, acc);
+}
+
 /// x^y as exp(y log|x|) for x > 0 and finite y in vectors; lanes with a special case (x <= 0, x = 1,
 /// y = 0, an infinity or a NaN) take the exact `pow` of the lane, so special values match exact mode.
 pub fn powFast(comptime n: usize, x: @Vector(n, f32), y: @Vector(n, f32)) @Vector(n, f32) {
@@ -451,12 +501,48 @@ pub fn powFast(comptime n: usize, x: @Vector(n, f32), y: @Vector(n, f32)) @Vecto
     const special = either(either(either(x <= splat(n, 0), x == splat(n, 1.0)), either(y == splat(n, 0), x != x)), either(either(@abs(x) == inf, @abs(y) == inf), y != y));
     const safe_x = @select(f32, special, splat(n, 1.0), x);
     var result = expFast(n, y * logFast(n, safe_x));
+    // A whole exponent up to 64 multiplies in f64 instead: exact where the result is (5^2 = 25), and
+    // correctly rounded nearly always, like PyTorch's integer powers.
+    const whole = @select(bool, @abs(y) <= splat(n, 64), @round(y) == y, @as(@Vector(n, bool), @splat(false)));
+    if (@reduce(.Or, whole)) result = @select(f32, whole, @as(V, @floatCast(powWholeV(n, x, @select(f32, whole, y, splat(n, 0))))), result);
     if (@reduce(.Or, special)) {
         inline for (0..n) |i| {
             if (special[i]) result[i] = @floatCast(pow(x[i], y[i]));
         }
     }
     return result;
+}
+
+/// log(1 + x): log(u)·x/(u - 1) with u = 1 + x rounded (x where u rounds to 1, +inf at +inf).
+pub fn log1pFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
+    const u = splat(n, 1.0) + x;
+    const one = u == splat(n, 1.0);
+    const den = @select(f32, one, splat(n, 1.0), u - splat(n, 1.0));
+    const r = logFast(n, u) * (x / den);
+    return @select(f32, either(one, x == splat(n, std.math.inf(f32))), x, r);
+}
+
+/// exp(x) - 1: x·P(x) with P the Taylor polynomial of degree 7 for |x| < 0.5, expFast(x) - 1 beyond.
+pub fn expm1Fast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
+    const small = x * horner(n, x, &.{ 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0 });
+    return @select(f32, @abs(x) < splat(n, 0.5), small, expFast(n, x) - splat(n, 1.0));
+}
+
+/// x · sigmoid(x).
+pub fn siluFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
+    return x * sigmoidFast(n, x);
+}
+
+/// softplus: z = x·beta; x where z > threshold, else log1p(exp(z)) / beta.
+pub fn softplusFast(comptime n: usize, x: @Vector(n, f32), beta: f32, threshold: f32) @Vector(n, f32) {
+    const z = x * splat(n, beta);
+    const y = log1pFast(n, expFast(n, z)) / splat(n, beta);
+    return @select(f32, z > splat(n, threshold), x, y);
+}
+
+/// elu: x for x > 0, alpha·expm1(x) otherwise.
+pub fn eluFast(comptime n: usize, x: @Vector(n, f32), alpha: f32) @Vector(n, f32) {
+    return @select(f32, x > splat(n, 0), x, splat(n, alpha) * expm1Fast(n, x));
 }
 
 // --- tests ---
@@ -632,6 +718,15 @@ test "fast log covers subnormals, powers of two and the special values" {
     try testing.expectEqual(-std.math.inf(f32), y[4]);
     try testing.expect(std.math.isNan(y[5]) and std.math.isNan(y[7]));
     try testing.expectEqual(std.math.inf(f32), y[6]);
+}
+
+test "fast pow of a whole exponent is exact where the result is" {
+    const x: @Vector(8, f32) = .{ 5, 3, 2, 10, 1.5, 7, 0.5, 2 };
+    const y: @Vector(8, f32) = .{ 2, 3, -2, 7, 2, 0.5, -3, 64 };
+    const got = powFast(8, x, y);
+    const want = [_]f32{ 25, 27, 0.25, 1e7, 2.25, @floatCast(pow(7, 0.5)), 8, 0x1p64 };
+    inline for (0..7) |i| if (i != 5) try testing.expectEqual(want[i], got[i]);
+    try testing.expectEqual(want[7], got[7]);
 }
 
 test "fast pow is within its bound and exact on special lanes" {

@@ -38,6 +38,17 @@ pub const UnaryOp = enum(i32) {
     sigmoid = 7, // ops.sigmoid
     gelu = 8, // ops.gelu
     erf = 9, // ops.erf
+    log1p = 10, // ops.log1p
+    expm1 = 11, // ops.expm1
+    silu = 12, // ops.silu
+    softplus = 13, // ops.softplus
+    leaky_relu = 14, // ops.leakyRelu
+    elu = 15, // ops.elu
+    clamp = 16, // ops.clamp
+    sign = 17, // ops.sign
+    reciprocal = 18, // ops.reciprocal
+    rsqrt = 19, // ops.rsqrt
+    square = 20, // ops.square
 };
 
 /// The `reduce` kernels (`zt_reduce_f32`), by the codes of the op table.

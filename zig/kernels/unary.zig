@@ -19,14 +19,19 @@ pub const UnaryOp = @import("ops.zig").UnaryOp;
 /// Whether exact and fast mode compute `op` differently.
 fn isTranscendental(op: UnaryOp) bool {
     return switch (op) {
-        .neg, .abs, .relu, .sqrt => false,
+        .neg, .abs, .relu, .sqrt, .leaky_relu, .clamp, .sign, .reciprocal, .rsqrt, .square => false,
         else => true,
     };
 }
 
 /// The exact function of `op` on f64 lanes (one algorithm for every ISA and vector width).
-inline fn exactV(comptime op: UnaryOp, x: @Vector(lanes, f64)) @Vector(lanes, f64) {
+inline fn exactV(comptime op: UnaryOp, x: @Vector(lanes, f64), p: Params) @Vector(lanes, f64) {
     return switch (op) {
+        .log1p => math.log1pV(lanes, x),
+        .expm1 => math.expm1V(lanes, x),
+        .silu => math.siluV(lanes, x),
+        .softplus => math.softplusV(lanes, @floatCast(x), p.a, p.b),
+        .elu => math.eluV(lanes, x, p.a),
         .exp => math.expV(lanes, x),
         .log => math.logV(lanes, x),
         .tanh => math.tanhV(lanes, x),
@@ -38,9 +43,10 @@ inline fn exactV(comptime op: UnaryOp, x: @Vector(lanes, f64)) @Vector(lanes, f6
 }
 
 /// One element in exact mode, for the tests.
-fn exactScalar(comptime op: UnaryOp, x: f32) f32 {
+fn exactScalar(comptime op: UnaryOp, x: f32, p: Params) f32 {
     const xf: f64 = x;
     return @floatCast(switch (op) {
+        .log1p, .expm1, .silu, .softplus, .elu => exactV(op, @splat(xf), p)[0],
         .exp => math.exp(xf),
         .log => math.log(xf),
         .tanh => math.tanh(xf),
@@ -51,9 +57,28 @@ fn exactScalar(comptime op: UnaryOp, x: f32) f32 {
     });
 }
 
-inline fn applyUnary(comptime op: UnaryOp, comptime exact: bool, x: V) V {
+/// The parameters of the parameterized ops, from the argument block's floats 0 and 1 (f32 values): softplus
+/// beta and threshold, leaky_relu's negative slope, elu's alpha, clamp's lower and upper bound.
+pub const Params = struct { a: f32 = 0, b: f32 = 0 };
+
+inline fn applyUnary(comptime op: UnaryOp, comptime exact: bool, x: V, p: Params) V {
     const zero: V = @splat(0);
+    const one: V = @splat(1);
     switch (op) {
+        // x > 0 ? x : x·slope, as PyTorch (NaN stays NaN).
+        .leaky_relu => return @select(f32, x > zero, x, x * @as(V, @splat(p.a))),
+        // m = x < lo ? lo : x, then hi < m ? hi : m (PyTorch's): NaN stays NaN, -0 stays -0, hi where lo > hi.
+        .clamp => {
+            const lo: V = @splat(p.a);
+            const hi: V = @splat(p.b);
+            const m = @select(f32, x < lo, lo, x);
+            return @select(f32, hi < m, hi, m);
+        },
+        // ±1, and 0 for ±0 and NaN (PyTorch's sign).
+        .sign => return @select(f32, x > zero, one, @select(f32, x < zero, -one, zero)),
+        .reciprocal => return one / x,
+        .rsqrt => return one / @sqrt(x),
+        .square => return x * x,
         .neg => return -x,
         .abs => return @abs(x),
         // relu(NaN) = NaN and relu(-0) = +0.
@@ -61,8 +86,13 @@ inline fn applyUnary(comptime op: UnaryOp, comptime exact: bool, x: V) V {
         .sqrt => return @sqrt(x),
         else => {},
     }
-    if (exact) return @floatCast(exactV(op, @floatCast(x)));
+    if (exact) return @floatCast(exactV(op, @floatCast(x), p));
     return switch (op) {
+        .log1p => math.log1pFast(lanes, x),
+        .expm1 => math.expm1Fast(lanes, x),
+        .silu => math.siluFast(lanes, x),
+        .softplus => math.softplusFast(lanes, x, p.a, p.b),
+        .elu => math.eluFast(lanes, x, p.a),
         .exp => math.expFast(lanes, x),
         .log => math.logFast(lanes, x),
         .tanh => math.tanhFast(lanes, x),
@@ -78,6 +108,7 @@ fn UnarySpan(comptime op: UnaryOp, comptime exact: bool) type {
         out: [*]f32,
         a: [*]const f32,
         inner: [2]isize,
+        params: Params,
 
         pub fn span(self: *const @This(), offsets: [2]isize, begin: usize, end: usize) void {
             const s = self.inner;
@@ -87,13 +118,13 @@ fn UnarySpan(comptime op: UnaryOp, comptime exact: bool) type {
             const n = end - begin;
             var i: usize = 0;
             if (s[0] == 1 and s[1] == 1) {
-                while (i + lanes <= n) : (i += lanes) out[i..][0..lanes].* = applyUnary(op, exact, a[i..][0..lanes].*);
+                while (i + lanes <= n) : (i += lanes) out[i..][0..lanes].* = applyUnary(op, exact, a[i..][0..lanes].*, self.params);
             }
             while (i < n) : (i += lanes) {
                 const count = @min(lanes, n - i);
                 const ii: isize = @intCast(i);
                 const x = ew.gather(f32, ew.at([*]const f32, a, ii * s[1]), s[1], count, 0);
-                ew.scatter(f32, ew.at([*]f32, out, ii * s[0]), s[0], count, applyUnary(op, exact, x));
+                ew.scatter(f32, ew.at([*]f32, out, ii * s[0]), s[0], count, applyUnary(op, exact, x, self.params));
             }
         }
     };
@@ -101,7 +132,7 @@ fn UnarySpan(comptime op: UnaryOp, comptime exact: bool) type {
 
 /// `zt_unary_f32`: out = op(a), `args.op` a `UnaryOp`, `args.mode` 1 for exact. Assumes a validated shape.
 pub fn unaryF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8) callconv(.c) void {
-    std.debug.assert(args.op >= 0 and args.op <= @intFromEnum(UnaryOp.erf));
+    std.debug.assert(args.op >= 0 and args.op < @typeInfo(UnaryOp).@"enum".fields.len);
     const rows = Rows(2).init(args.shapeSlice(), .{ &args.operands[0], &args.operands[1] });
     switch (@as(UnaryOp, @enumFromInt(args.op))) {
         inline else => |op| {
@@ -119,6 +150,7 @@ fn runUnary(comptime op: UnaryOp, comptime exact: bool, rt: *const table.Runtime
         .out = @ptrCast(@alignCast(out)),
         .a = @ptrCast(@alignCast(a)),
         .inner = rows.innerStrides(),
+        .params = .{ .a = @floatCast(args.floats[0]), .b = @floatCast(args.floats[1]) },
     };
     // Transcendental elements cost tens of operations: they pay for a thread sooner.
     const min_elements: usize = if (isTranscendental(op)) ew.parallel_min_elements / 8 else ew.streaming_min_elements;
@@ -134,21 +166,27 @@ fn sameBits(x: f32, y: f32) bool {
 }
 
 fn unaryOnce(op: UnaryOp, mode: i32, threads: i32, x: []const f32, out: []f32, stride: i32) void {
+    unaryWith(op, mode, threads, x, out, stride, .{});
+}
+
+fn unaryWith(op: UnaryOp, mode: i32, threads: i32, x: []const f32, out: []f32, stride: i32, p: Params) void {
     const n: i32 = @intCast(@divExact(x.len, @as(usize, @intCast(stride))));
-    const args = ew.testArgs(&.{n}, &.{ &.{stride}, &.{stride} }, &.{ 0, 0 }, @intFromEnum(op), mode, threads);
+    var args = ew.testArgs(&.{n}, &.{ &.{stride}, &.{stride} }, &.{ 0, 0 }, @intFromEnum(op), mode, threads);
+    args.floats[0] = p.a;
+    args.floats[1] = p.b;
     unaryF32(&ew.test_runtime, &args, @ptrCast(out.ptr), @ptrCast(x.ptr));
 }
 
 test "exact mode rounds the f64 functions once, on every path" {
     var x: [3 * 67]f32 = undefined;
     for (&x, 0..) |*v, i| v.* = @as(f32, @floatFromInt(i)) * 0.061 - 6;
-    inline for (.{ UnaryOp.exp, .log, .tanh, .sigmoid, .gelu, .erf }) |op| {
+    inline for (.{ UnaryOp.exp, .log, .tanh, .sigmoid, .gelu, .erf, .log1p, .expm1, .silu, .softplus, .elu }) |op| {
         var contiguous: [3 * 67]f32 = undefined;
         var strided: [3 * 67]f32 = @splat(7);
         unaryOnce(op, 1, 1, &x, &contiguous, 1);
         unaryOnce(op, 1, 1, &x, &strided, 3);
         for (0..x.len) |i| {
-            const want = exactScalar(op, x[i]);
+            const want = exactScalar(op, x[i], .{});
             try testing.expect(sameBits(want, contiguous[i]));
             if (i % 3 == 0) {
                 try testing.expect(sameBits(contiguous[i], strided[i / 3 * 3]));
@@ -199,4 +237,22 @@ test "a split over tasks gives the bits of one thread" {
     unaryOnce(.tanh, 1, 1, x, one, 1);
     unaryOnce(.tanh, 1, 4, x, four, 1);
     try testing.expectEqualSlices(f32, one, four);
+}
+
+test "the parameterized ops read their parameters, and sign, clamp and leaky_relu handle zeros and NaN" {
+    const nan = std.math.nan(f32);
+    const x = [_]f32{ -0.0, 0.0, -2, 3, nan, 0.5 };
+    var out: [6]f32 = undefined;
+    unaryWith(.sign, 0, 1, &x, &out, 1, .{});
+    try testing.expectEqualSlices(f32, &.{ 0, 0, -1, 1, 0, 1 }, &out);
+    unaryWith(.clamp, 1, 1, &x, &out, 1, .{ .a = -1, .b = 1 });
+    try testing.expect(std.math.signbit(out[0]) and out[2] == -1 and out[3] == 1 and std.math.isNan(out[4]) and out[5] == 0.5);
+    unaryWith(.clamp, 1, 1, &x, &out, 1, .{ .a = 2, .b = 1 });
+    try testing.expectEqual(@as(f32, 1), out[2]);
+    unaryWith(.leaky_relu, 0, 1, &x, &out, 1, .{ .a = 0.25 });
+    try testing.expect(std.math.signbit(out[0]) and out[2] == -0.5 and out[3] == 3 and std.math.isNan(out[4]));
+    unaryWith(.elu, 1, 1, &x, &out, 1, .{ .a = 2 });
+    try testing.expect(out[3] == 3 and sameBits(out[2], @floatCast(2 * math.expm1(-2))));
+    unaryWith(.softplus, 1, 1, &x, &out, 1, .{ .a = 2, .b = 5 });
+    try testing.expect(out[3] == 3 and sameBits(out[2], @floatCast(math.log(1 + math.exp(-4)) / 2)));
 }
