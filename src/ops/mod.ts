@@ -31,10 +31,12 @@ export {
 export { argmax, logSoftmax, max, mean, min, softmax, sum } from "./reduce.ts";
 export type { ReduceOptions } from "./reduce.ts";
 export { linear, matmul } from "./linalg.ts";
-export { attention, concat, crossEntropy, embedding, maxPool2d, nllLoss } from "./nn.ts";
-export type { AttentionOptions, EmbeddingOptions, Pool2dOptions } from "./nn.ts";
-export { avgPool2d, conv2d } from "./conv.ts";
-export type { AvgPool2dOptions, Conv2dOptions } from "./conv.ts";
+export { attention, concat, crossEntropy, embedding, nllLoss } from "./nn.ts";
+export type { AttentionOptions, EmbeddingOptions } from "./nn.ts";
+export { conv2d } from "./conv.ts";
+export type { Conv2dOptions } from "./conv.ts";
+export { avgPool2d, maxPool2d } from "./pool.ts";
+export type { AvgPool2dOptions, Pool2dOptions } from "./pool.ts";
 export { batchNorm, layerNorm } from "./norm.ts";
 export type { BatchNormOptions, LayerNormOptions } from "./norm.ts";
 export { ctcLoss, gru, lstm } from "./sequence.ts";

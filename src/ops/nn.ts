@@ -1,5 +1,5 @@
 /**
- * Neural-network operators: 2-D max pooling, the classification losses, concatenation, embedding lookup and
+ * Neural-network operators: the classification losses, concatenation, embedding lookup and
  * scaled dot-product attention.
  *
  * @module
@@ -17,16 +17,6 @@ import { matmul } from "./linalg.ts";
 import { logSoftmax, softmax } from "./reduce.ts";
 import { transpose, viewOf } from "./views.ts";
 import { contiguous, copyElements } from "./copy.ts";
-
-/** Pooling options: a number or [h, w] for each. */
-export interface Pool2dOptions {
-  /** The window's extents. */
-  readonly kernel: number | readonly [number, number];
-  /** The step between windows. @default kernel */
-  readonly stride?: number | readonly [number, number];
-  /** −∞ added on both sides of each spatial axis; smaller than the kernel. @default 0 */
-  readonly padding?: number | readonly [number, number];
-}
 
 /**
  * A number or `[h, w]` as a checked pair of integers from `min` to `max` (an `OptionError` for anything else,
@@ -75,80 +65,6 @@ export function checkPadded(op: string, shape: readonly number[], size: number, 
     );
   }
   return padded;
-}
-
-const POOL_KEYS = ["kernel", "stride", "padding"] as const;
-
-/**
- * 2-D max pooling over an NCHW F32 tensor (spec 000 §9): the window starts at `o·stride − pad`, only in-bounds
- * positions count, the first element wins ties, a NaN wins (the first NaN); output extent
- * `floor((size + 2·pad − kernel)/stride) + 1`, with `pad < kernel`. Winner indices are computed only while
- * recording (saved as an owned Int32 slot).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { ops, Tensor } from "@zigtensor/zigtensor";
- * using x = Tensor.from([1, 5, 2, 4, 3, 0, 9, 8, 7, 6, 1, 2, 3, 4, 5, 6], [1, 1, 4, 4]);
- * using y = ops.maxPool2d(x, { kernel: 2 });
- * assert.ok(y.toArray().join() === "5,9,7,6");
- * ```
- */
-export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
-  const op = "maxPool2d";
-  checkF32(op, x);
-  if (x.rank !== 4) {
-    throw new TensorShapeError(op, `maxPool2d takes an NCHW tensor, got shape ${formatShape(x.shape)}`, [
-      x.shape,
-    ]);
-  }
-  const { kernel: kernelOption, stride: strideOption, padding: paddingOption } = checkOptions(
-    op,
-    options,
-    POOL_KEYS,
-  );
-  const kernel = pair(op, "kernel", kernelOption, 1);
-  const stride = windowStride(op, strideOption ?? kernel);
-  const padding = pair(op, "padding", paddingOption ?? 0, 0);
-  const [n, c, h, w] = x.shape;
-  const out: number[] = [];
-  for (const [axis, size] of [[0, h], [1, w]] as const) {
-    checkPadded(op, x.shape, size, padding[axis]);
-    if (padding[axis] >= kernel[axis]) {
-      throw new TensorShapeError(
-        op,
-        `padding ${padding[axis]} must be smaller than the kernel ${kernel[axis]}`,
-        [x.shape],
-      );
-    }
-    const extent = Math.floor((size + 2 * padding[axis] - kernel[axis]) / stride[axis]) + 1;
-    if (extent < 1) {
-      throw new TensorShapeError(
-        op,
-        `the input ${formatShape(x.shape)} is smaller than the kernel ${formatShape(kernel)} with padding ${
-          formatShape(padding)
-        }`,
-        [x.shape],
-      );
-    }
-    out.push(extent);
-  }
-  const y = newOutput(op, [n, c, out[0], out[1]]);
-  const recording = shouldRecord(x);
-  const indices = recording ? allocate(op, y.shape, DType.I32, false, { scoped: true }) : null;
-  kernels().maxPool2d(
-    { input: [n, c, h, w], kernel, stride, padding },
-    y.operand(op),
-    x.operand(op),
-    indices === null ? null : indices.operand(op),
-    computeSettings(),
-  );
-  if (indices === null) return y;
-  return record(y, "MaxPool2d", [x], {
-    saved: [indices],
-    attrs: { kernel, stride, padding },
-    owned: [indices],
-  });
 }
 
 /** The class of each row as integers, checked against the class count. */
