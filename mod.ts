@@ -32,17 +32,23 @@ export type {
   AttentionOptions,
   AvgPool2dOptions,
   BatchNormOptions,
+  BinaryCrossEntropyOptions,
+  BinaryCrossEntropyWithLogitsOptions,
   Conv2dOptions,
   CtcLossOptions,
   EmbeddingOptions,
   GruOptions,
   GruResult,
+  KlDivOptions,
   LayerNormOptions,
+  LossOptions,
+  LossReduction,
   LstmOptions,
   LstmResult,
   Pool2dOptions,
   ReduceOptions,
   RnnWeights,
+  SmoothL1LossOptions,
 } from "./src/ops/mod.ts";
 export type { TensorJson } from "./src/format.ts";
 export { assertClose } from "./src/testing.ts";

@@ -120,6 +120,13 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   lstm: { dtypes: "f32", grad: "composed" },
   gru: { dtypes: "f32", grad: "composed" },
   ctcLoss: { dtypes: "f32", grad: { record: "CtcLoss" } },
+  // Losses (src/ops/losses.ts), compositions of element-wise ops and a reduction.
+  mseLoss: { dtypes: "f32", grad: "composed" },
+  l1Loss: { dtypes: "f32", grad: "composed" },
+  smoothL1Loss: { dtypes: "f32", grad: "composed" },
+  binaryCrossEntropy: { dtypes: "f32", grad: "composed" },
+  binaryCrossEntropyWithLogits: { dtypes: "f32", grad: "composed" },
+  klDiv: { dtypes: "f32", grad: "composed" },
   // Views and data movement.
   reshape: { dtypes: "any", grad: { record: "Reshape" } },
   tryReshape: { dtypes: "any", grad: "composed" },

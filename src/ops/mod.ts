@@ -37,6 +37,22 @@ export { conv2d } from "./conv.ts";
 export type { Conv2dOptions } from "./conv.ts";
 export { avgPool2d, maxPool2d } from "./pool.ts";
 export type { AvgPool2dOptions, Pool2dOptions } from "./pool.ts";
+export {
+  binaryCrossEntropy,
+  binaryCrossEntropyWithLogits,
+  klDiv,
+  l1Loss,
+  mseLoss,
+  smoothL1Loss,
+} from "./losses.ts";
+export type {
+  BinaryCrossEntropyOptions,
+  BinaryCrossEntropyWithLogitsOptions,
+  KlDivOptions,
+  LossOptions,
+  LossReduction,
+  SmoothL1LossOptions,
+} from "./losses.ts";
 export { batchNorm, layerNorm } from "./norm.ts";
 export type { BatchNormOptions, LayerNormOptions } from "./norm.ts";
 export { ctcLoss, gru, lstm } from "./sequence.ts";
