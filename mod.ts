@@ -36,6 +36,7 @@ export type {
   BinaryCrossEntropyWithLogitsOptions,
   Conv2dOptions,
   CtcLossOptions,
+  DropoutOptions,
   EmbeddingOptions,
   GruOptions,
   GruResult,

@@ -32,6 +32,7 @@ import type {
   BatchNormOptions,
   Conv2dOptions,
   CtcLossOptions,
+  DropoutOptions,
   EmbeddingOptions,
   GruOptions,
   GruResult,
@@ -1018,6 +1019,11 @@ export class Tensor {
   /** `ops.avgPool2d(this, options)`. */
   avgPool2d(options: AvgPool2dOptions): Tensor {
     return ops.avgPool2d(this, options);
+  }
+
+  /** `ops.dropout(this, options)`. */
+  dropout(options: DropoutOptions = {}): Tensor {
+    return ops.dropout(this, options);
   }
 
   /** `ops.layerNorm(this, normalizedShape, options)`. */

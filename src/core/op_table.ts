@@ -127,6 +127,8 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   binaryCrossEntropy: { dtypes: "f32", grad: "composed" },
   binaryCrossEntropyWithLogits: { dtypes: "f32", grad: "composed" },
   klDiv: { dtypes: "f32", grad: "composed" },
+  // Dropout (src/ops/dropout.ts): x times a seeded mask.
+  dropout: { dtypes: "f32", grad: "composed" },
   // Views and data movement.
   reshape: { dtypes: "any", grad: { record: "Reshape" } },
   tryReshape: { dtypes: "any", grad: "composed" },

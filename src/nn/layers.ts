@@ -7,7 +7,7 @@
 import { TensorShapeError } from "../core/errors.ts";
 import { Xorshift128 } from "../core/random.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, Tensor } from "../tensor.ts";
+import { Tensor } from "../tensor.ts";
 import * as ops from "../ops/mod.ts";
 import { pair } from "../ops/nn.ts";
 import { drawSeed, fanInUniform, normal } from "./init.ts";
@@ -351,9 +351,9 @@ export class Embedding extends Module {
 }
 
 /**
- * Dropout: in training mode zeroes each element with probability `p` and scales the rest by 1/(1 − p); the
- * identity in evaluation mode. The masks come from the module's own generator, seeded from `nn.manualSeed`'s
- * stream or by `seed`.
+ * Dropout (`ops.dropout`): in training mode zeroes each element with probability `p` and scales the rest by
+ * 1/(1 − p); the identity in evaluation mode. Each mask's seed comes from the module's own generator, seeded from
+ * `nn.manualSeed`'s stream or by `seed`, so a seeded module repeats its sequence of masks.
  *
  * @example
  * ```ts
@@ -379,12 +379,9 @@ export class Dropout extends Module {
   }
 
   forward(x: Tensor): Tensor {
-    if (!this.training || this.p === 0) return x;
-    const mask = allocate("dropout", x.shape, 1, false, { scoped: true });
-    const data = mask.mutableData() as Float32Array;
-    const keep = this.p === 1 ? 0 : 1 / (1 - this.p);
-    for (let i = 0; i < data.length; i++) data[i] = this.#random.uniform() < this.p ? 0 : keep;
-    return ops.mul(x, mask);
+    if (!this.training) return x;
+    // Each forward pass draws its mask's seed from the module's stream, so a seeded module repeats its masks.
+    return ops.dropout(x, { p: this.p, seed: this.#random.next() });
   }
 }
 

@@ -53,6 +53,8 @@ export type {
   LossReduction,
   SmoothL1LossOptions,
 } from "./losses.ts";
+export { dropout } from "./dropout.ts";
+export type { DropoutOptions } from "./dropout.ts";
 export { batchNorm, layerNorm } from "./norm.ts";
 export type { BatchNormOptions, LayerNormOptions } from "./norm.ts";
 export { ctcLoss, gru, lstm } from "./sequence.ts";

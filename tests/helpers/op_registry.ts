@@ -572,6 +572,18 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f64: ([a, t]) => lossTotal(R.zip(a, t, (x, y) => Math.exp(y) * (y - x)), 1),
     },
   ],
+  // --- dropout (src/ops/dropout.ts) ---
+  dropout: [
+    {
+      name: "dropout (p 0.4, seeded)",
+      shapes: [[4, 5]],
+      f32: ([a]) => ops.dropout(a, { p: 0.4, seed: 21 }),
+      f64: ([a]) => {
+        using u = Tensor.rand([4, 5], { seed: 21 });
+        return R.zip(a, R.toF64(u), (x, v) => (v >= 0.4 ? x / 0.6 : 0));
+      },
+    },
+  ],
 };
 
 /** Targets of the binary losses' cases, in [0, 1] (soft labels included). */
