@@ -37,7 +37,7 @@ export interface DropoutOptions {
  * import { ops, Tensor } from "@zigtensor/zigtensor";
  * using x = Tensor.ones([1000]);
  * using y = ops.dropout(x, { p: 0.25, seed: 3 });
- * const kept = [...y.toArray()].filter((v) => v !== 0);
+ * const kept = [...(y.toArray() as Float32Array)].filter((v) => v !== 0);
  * assert.ok(kept.every((v) => Math.abs(v - 4 / 3) < 1e-6) && kept.length > 700 && kept.length < 800);
  * assert.equal(ops.dropout(x, { training: false }), x);
  * ```
