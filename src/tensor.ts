@@ -39,6 +39,7 @@ import type {
   LayerNormOptions,
   LstmOptions,
   LstmResult,
+  MaxPool2dResult,
   Pool2dOptions,
   ReduceOptions,
   RnnWeights,
@@ -1011,9 +1012,12 @@ export class Tensor {
     return ops.conv2d(this, weight, options);
   }
 
+  /** `ops.maxPool2d(this, options)`; `{ values, indices }` with `returnIndices: true`. */
+  maxPool2d(options: Pool2dOptions & { readonly returnIndices: true }): MaxPool2dResult;
   /** `ops.maxPool2d(this, options)`. */
-  maxPool2d(options: Pool2dOptions): Tensor {
-    return ops.maxPool2d(this, options);
+  maxPool2d(options: Pool2dOptions): Tensor;
+  maxPool2d(options: Pool2dOptions): Tensor | MaxPool2dResult {
+    return (ops.maxPool2d as (x: Tensor, options: Pool2dOptions) => Tensor | MaxPool2dResult)(this, options);
   }
 
   /** `ops.avgPool2d(this, options)`. */

@@ -16,6 +16,8 @@ import { cast, copyInto } from "../ops/copy.ts";
 import { exp } from "../ops/elementwise.ts";
 import { fold, unfold, type WindowGeometry } from "../ops/conv.ts";
 import { ctcLossBackward } from "../ops/sequence.ts";
+import { maxPool2dBackward } from "../ops/pool.ts";
+import { embeddingBackward } from "../ops/nn.ts";
 import type { BackwardRecord, OpKind } from "./record.ts";
 
 /** The gradients of a record's inputs from the gradient of its output. */
@@ -103,8 +105,8 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     r.needsGrad(0) ? sumToShape(matmul(g, transpose(r.savedTensor(1), -1, -2)), r.inputShape(0)) : null,
     r.needsGrad(1) ? sumToShape(matmul(transpose(r.savedTensor(0), -1, -2), g), r.inputShape(1)) : null,
   ],
-  // Each output gradient is added at its winner's flat index.
-  MaxPool2d: (r, g) => [maxPoolBackward(r, g)],
+  // Each output gradient is added at its winner (saved: its position within its plane), by the indexAdd kernel.
+  MaxPool2d: (r, g) => [maxPool2dBackward(g, r.savedTensor(0), r.inputShape(0))],
   // The gradient cast back to the input's dtype.
   Cast: (r, g) => [g.dtype === r.inputDType(0) ? g : cast(g, r.inputDType(0))],
   // Zeros of the input shape with g written into the slice.
@@ -255,7 +257,7 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     return [fold("backward", windows, geometry, input)];
   },
   // Each looked-up row's gradient is added to its table row, in lookup order, except the padding row's.
-  Embedding: (r, g) => [embeddingBackward(r, g)],
+  Embedding: (r, g) => [embeddingBackward(g, r.savedTensor(0), r.inputShape(0), r.attrs.paddingIdx)],
   // d(−log p)/d lp[t, n, c] = −Σ_{s: l′ₛ = c} α_t(s)·β_t(s) / (y_t(c)·p), by forward-backward in f64, times
   // the reduction factor and g (slot 0: the log-probabilities; attributes: blank, reduction, zeroInfinity and
   // each sequence's input length and labels).
@@ -360,29 +362,6 @@ function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)
   }
   if (r.inputs.length === 2) return [dx, dWeight];
   return [dx, dWeight, r.needsGrad(2) ? sum(g, [0, 2, 3]) : null];
-}
-
-function embeddingBackward(r: BackwardRecord<"Embedding">, g: Tensor): Tensor {
-  const [rows, dim] = r.inputShape(0);
-  const skip = r.attrs.paddingIdx;
-  const ids = Array.from(r.savedTensor(0).toArray() as ArrayLike<number | bigint>, Number);
-  const grad = allocate("backward", [rows, dim], DType.F32, true, { scoped: true });
-  const out = grad.data() as Float32Array;
-  const values = g.toArray() as Float32Array;
-  ids.forEach((id, i) => {
-    if (id === skip) return;
-    for (let j = 0; j < dim; j++) out[id * dim + j] = Math.fround(out[id * dim + j] + values[i * dim + j]);
-  });
-  return grad;
-}
-
-function maxPoolBackward(r: BackwardRecord, g: Tensor): Tensor {
-  const indices = r.savedTensor(0).toArray() as Int32Array;
-  const grad = allocate("backward", r.inputShape(0), DType.F32, true, { scoped: true });
-  const values = g.toArray() as Float32Array;
-  const out = grad.data() as Float32Array;
-  for (let i = 0; i < indices.length; i++) out[indices[i]] = Math.fround(out[indices[i]] + values[i]);
-  return grad;
 }
 
 function nllBackward(r: BackwardRecord, g: Tensor): Tensor {

@@ -325,8 +325,16 @@ export class LayerNorm extends Module {
 export class Embedding extends Module {
   readonly weight: Tensor;
   readonly paddingIdx: number | undefined;
+  /** The bound on looked-up rows' norms (`ops.embedding`'s `maxNorm`), if any. */
+  readonly maxNorm: number | undefined;
+  /** The p of that norm. */
+  readonly normType: number | undefined;
 
-  constructor(numEmbeddings: number, embeddingDim: number, options: { paddingIdx?: number } = {}) {
+  constructor(
+    numEmbeddings: number,
+    embeddingDim: number,
+    options: { paddingIdx?: number; maxNorm?: number; normType?: number } = {},
+  ) {
     super();
     checkSize("Embedding", "numEmbeddings", numEmbeddings);
     checkSize("Embedding", "embeddingDim", embeddingDim);
@@ -342,11 +350,18 @@ export class Embedding extends Module {
       (weight.mutableData() as Float32Array).fill(0, padding * embeddingDim, (padding + 1) * embeddingDim);
     }
     this.paddingIdx = padding;
+    this.maxNorm = options.maxNorm;
+    this.normType = options.normType;
     this.weight = this.parameter("weight", weight);
   }
 
   forward(indices: Tensor): Tensor {
-    return ops.embedding(indices, this.weight, { paddingIdx: this.paddingIdx });
+    const { paddingIdx, maxNorm, normType } = this;
+    return ops.embedding(indices, this.weight, {
+      paddingIdx,
+      ...(maxNorm === undefined ? {} : { maxNorm }),
+      ...(normType === undefined ? {} : { normType }),
+    });
   }
 }
 
@@ -584,7 +599,10 @@ export class Flatten extends Module {
  * ```
  */
 export class MaxPool2d extends Module {
-  constructor(readonly kernelSize: Pair, readonly options: { stride?: Pair; padding?: Pair } = {}) {
+  constructor(
+    readonly kernelSize: Pair,
+    readonly options: { stride?: Pair; padding?: Pair; dilation?: Pair; ceilMode?: boolean } = {},
+  ) {
     super();
   }
 

@@ -9,12 +9,11 @@
 import { DType } from "../core/dtype.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { checkInteger, checkOptions } from "../core/options.ts";
-import { computeSettings, GradMode, kernels } from "../context.ts";
+import { GradMode } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
-import { ReduceOp } from "../kernels/types.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { addInto, checkF32, newOutput } from "./elementwise.ts";
+import { addInto, checkF32 } from "./elementwise.ts";
 import { matmul } from "./linalg.ts";
 import { reshape, squeeze, unsqueeze, viewOf } from "./views.ts";
 import { copyElements } from "./copy.ts";

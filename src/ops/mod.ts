@@ -36,7 +36,7 @@ export type { AttentionOptions, EmbeddingOptions } from "./nn.ts";
 export { conv2d } from "./conv.ts";
 export type { Conv2dOptions } from "./conv.ts";
 export { avgPool2d, maxPool2d } from "./pool.ts";
-export type { AvgPool2dOptions, Pool2dOptions } from "./pool.ts";
+export type { AvgPool2dOptions, MaxPool2dResult, Pool2dOptions } from "./pool.ts";
 export {
   binaryCrossEntropy,
   binaryCrossEntropyWithLogits,

@@ -12,11 +12,11 @@ import { broadcastShapes, formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { add, checkF32, checkTensor, mul, newOutput } from "./elementwise.ts";
+import { abs, add, checkF32, checkTensor, div, gt, mul, newOutput, pow, sub } from "./elementwise.ts";
 import { matmul } from "./linalg.ts";
-import { logSoftmax, softmax } from "./reduce.ts";
-import { transpose, viewOf } from "./views.ts";
-import { contiguous, copyElements } from "./copy.ts";
+import { logSoftmax, softmax, sum } from "./reduce.ts";
+import { slice, transpose, viewOf } from "./views.ts";
+import { cast, contiguous, copyElements, copyInto } from "./copy.ts";
 
 /**
  * A number or `[h, w]` as a checked pair of integers from `min` to `max` (an `OptionError` for anything else,
@@ -199,6 +199,13 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
 export interface EmbeddingOptions {
   /** A row whose lookups get no gradient (negative counts from the end), like PyTorch's `padding_idx`. */
   readonly paddingIdx?: number;
+  /**
+   * Each looked-up row whose `normType`-norm exceeds this is scaled in place, before the lookup, to norm
+   * `maxNorm` (by `maxNorm/(norm + 1e-7)`, PyTorch's `max_norm`).
+   */
+  readonly maxNorm?: number;
+  /** The p of the p-norm `maxNorm` bounds. @default 2 */
+  readonly normType?: number;
 }
 
 /** The values of an integer tensor, row-major, as numbers. */
@@ -225,8 +232,69 @@ function gatherRows(weight: Tensor, ids: readonly number[], out: Tensor): void {
 }
 
 /**
+ * PyTorch's `embedding_renorm_`: each row of `weight` that `ids` looks up and whose p-norm exceeds `maxNorm` is
+ * scaled in place by `maxNorm/(norm + 1e-7)`, with recording off, by element-wise ops over all rows and a 0/1
+ * mask of the looked-up ones.
+ */
+function renormRows(op: string, weight: Tensor, ids: readonly number[], maxNorm: number, normType: number): void {
+  if (typeof maxNorm !== "number" || !(maxNorm >= 0) || maxNorm === Infinity) {
+    throw new OptionError(op, `maxNorm must be a finite number ≥ 0, got ${describe(maxNorm)}`);
+  }
+  if (typeof normType !== "number" || !(normType > 0) || normType === Infinity) {
+    throw new OptionError(op, `normType must be a finite number > 0, got ${describe(normType)}`);
+  }
+  const rows = weight.shape[0];
+  const looked = new Float32Array(rows);
+  for (const id of ids) looked[id] = 1;
+  GradMode.noGrad(() =>
+    tidy(() => {
+      const norms = pow(sum(pow(abs(weight), normType), 1, { keepDims: true }), 1 / normType);
+      using mask = Tensor.from(looked, [rows, 1]);
+      const apply = mul(cast(gt(norms, maxNorm), DType.F32), mask);
+      // apply is 0 or 1, so the factor is exactly maxNorm/(norm + 1e-7) or exactly 1.
+      const factor = add(mul(apply, div(maxNorm, add(norms, 1e-7))), sub(1, apply));
+      copyInto(weight, mul(weight, factor));
+    })
+  );
+}
+
+/**
+ * The gradient of an embedding table [rows, dim] from the output's gradient `g` [...indices.shape, dim]: each
+ * lookup's gradient row is added to its table row, in lookup order, by the seam's `indexAdd` kernel; the
+ * padding row (`paddingIdx` ≥ 0) is then zeroed.
+ */
+export function embeddingBackward(
+  g: Tensor,
+  indices: Tensor,
+  weightShape: readonly number[],
+  paddingIdx: number,
+): Tensor {
+  const op = "backward";
+  const [rows, dim] = weightShape;
+  const count = indices.size;
+  const grad = allocate(op, [rows, dim], DType.F32, true, { scoped: true });
+  const ids = cast(indices, DType.I32);
+  const source = contiguous(g);
+  try {
+    kernels().indexAdd(
+      { groups: 1, count, width: dim, rows, flat: false },
+      grad.operand(op, [rows * dim, dim, 1]),
+      source.operand(op, [count * dim, dim, 1]),
+      ids.operand(op, [count, 1]),
+      computeSettings(),
+    );
+  } finally {
+    ids.dispose();
+    if (source !== g) source.dispose();
+  }
+  if (paddingIdx >= 0) slice(grad, 0, paddingIdx, paddingIdx + 1).fill(0);
+  return grad;
+}
+
+/**
  * Looks up rows of `weight` [rows, dim] at integer `indices` of any shape: the result has shape
- * `[...indices.shape, dim]`. Lookups of `paddingIdx` give no gradient. Records Embedding over the table
+ * `[...indices.shape, dim]`. Lookups of `paddingIdx` give no gradient; with `maxNorm`, the looked-up rows
+ * are first renormalised in place as PyTorch does. Records Embedding over the table
  * (saved slot 0: the indices; attribute paddingIdx: the padding row, or −1).
  *
  * @example
@@ -241,7 +309,7 @@ function gatherRows(weight: Tensor, ids: readonly number[], out: Tensor): void {
  */
 export function embedding(indices: Tensor, weight: Tensor, options?: EmbeddingOptions): Tensor {
   const op = "embedding";
-  options = checkOptions(op, options, ["paddingIdx"]);
+  options = checkOptions(op, options, ["paddingIdx", "maxNorm", "normType"]);
   checkF32(op, weight);
   if (weight.rank !== 2) {
     throw new TensorShapeError(op, `weight must be [rows, dim], got ${formatShape(weight.shape)}`, [
@@ -267,6 +335,7 @@ export function embedding(indices: Tensor, weight: Tensor, options?: EmbeddingOp
       [weight.shape],
     );
   }
+  if (options.maxNorm !== undefined) renormRows(op, weight, ids, options.maxNorm, options.normType ?? 2);
   const out = newOutput(op, [...indices.shape, weight.shape[1]]);
   gatherRows(weight, ids, out);
   if (!shouldRecord(weight)) return out;

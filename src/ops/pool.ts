@@ -6,18 +6,19 @@
  */
 import { DType } from "../core/dtype.ts";
 import { TensorShapeError } from "../core/errors.ts";
-import { checkOptions } from "../core/options.ts";
+import { checkBoolean, checkOptions } from "../core/options.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { allocate, Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { checkF32, newOutput } from "./elementwise.ts";
 import { squeeze, unsqueeze } from "./views.ts";
+import { cast, contiguous } from "./copy.ts";
 import { checkImage, outputExtents, padSpatial, type WindowGeometry } from "./conv.ts";
 import { checkPadded, pair, windowStride } from "./nn.ts";
 
-/** Pooling options: a number or [h, w] for each. */
+/** Options of `maxPool2d`: a number or [h, w] for each pair. */
 export interface Pool2dOptions {
   /** The window's extents. */
   readonly kernel: number | readonly [number, number];
@@ -25,6 +26,20 @@ export interface Pool2dOptions {
   readonly stride?: number | readonly [number, number];
   /** −∞ added on both sides of each spatial axis; smaller than the kernel. @default 0 */
   readonly padding?: number | readonly [number, number];
+  /** The spacing between the window's taps. @default 1 */
+  readonly dilation?: number | readonly [number, number];
+  /** Round the output extent up, as PyTorch's `ceil_mode` (a last window must start inside). @default false */
+  readonly ceilMode?: boolean;
+  /** Also return each winner's position `y·W + x` within its plane, as I64 (`{ values, indices }`). */
+  readonly returnIndices?: boolean;
+}
+
+/** What `maxPool2d` returns with `returnIndices: true`: the maxima, and where each was (PyTorch's indices). */
+export interface MaxPool2dResult {
+  /** The pooled values. */
+  readonly values: Tensor;
+  /** I64, the values' shape: each winner's position `y·W + x` within its (n, c) plane. */
+  readonly indices: Tensor;
 }
 
 /** Options of `avgPool2d`: a number or `[h, w]` for each. */
@@ -37,13 +52,63 @@ export interface AvgPool2dOptions {
   readonly padding?: number | readonly [number, number];
 }
 
-const POOL_KEYS = ["kernel", "stride", "padding"] as const;
+/**
+ * The output extents of a window sweep, by PyTorch's rule: `⌊(size + 2·pad − dilation·(kernel − 1) − 1)/stride⌋
+ * + 1`, rounded up instead in ceil mode unless that last window would start past the input and its left
+ * padding. Throws a `TensorShapeError` when the window does not fit or, with `needTap`, when a window holds
+ * no in-bounds position (max pooling has nothing to pick there).
+ */
+export function sweepExtents(
+  op: string,
+  shape: readonly number[],
+  kernel: readonly [number, number],
+  stride: readonly [number, number],
+  padding: readonly [number, number],
+  dilation: readonly [number, number],
+  ceilMode: boolean,
+  needTap: boolean,
+): [number, number] {
+  const extents: number[] = [];
+  for (const axis of [0, 1]) {
+    const size = shape[2 + axis];
+    const [k, s, p, d] = [kernel[axis], stride[axis], padding[axis], dilation[axis]];
+    const room = checkPadded(op, shape, size, p) - (d * (k - 1) + 1);
+    if (room < 0) {
+      throw new TensorShapeError(
+        op,
+        `the input ${formatShape(shape)} padded by ${formatShape(padding)} is smaller than the kernel ${
+          formatShape(kernel)
+        }${d > 1 ? ` dilated by ${formatShape(dilation)}` : ""}`,
+        [shape],
+      );
+    }
+    let extent = (ceilMode ? Math.ceil(room / s) : Math.floor(room / s)) + 1;
+    if (ceilMode && (extent - 1) * s >= size + p) extent--;
+    for (let o = 0; needTap && o < extent; o++) {
+      const start = o * s - p;
+      const first = start >= 0 ? start : start + Math.ceil(-start / d) * d;
+      if (first >= size || first > start + (k - 1) * d) {
+        throw new TensorShapeError(
+          op,
+          `window ${o} of axis ${axis + 2} holds no position of the input ${formatShape(shape)} (padding ${
+            formatShape(padding)
+          }, dilation ${formatShape(dilation)})`,
+          [shape],
+        );
+      }
+    }
+    extents.push(extent);
+  }
+  return [extents[0], extents[1]];
+}
 
 /**
- * 2-D max pooling over an NCHW F32 tensor (or one CHW image) (spec 000 §9): the window starts at `o·stride − pad`, only in-bounds
- * positions count, the first element wins ties, a NaN wins (the first NaN); output extent
- * `floor((size + 2·pad − kernel)/stride) + 1`, with `pad < kernel`. Winner indices are computed only while
- * recording (saved as an owned Int32 slot).
+ * 2-D max pooling over an NCHW F32 tensor (or one CHW image) by spec 000 §9: the window of output o starts at
+ * `o·stride − pad`, its taps `dilation` apart, only in-bounds taps count, the first element wins ties, a NaN
+ * wins (the first NaN); output extent `⌊(size + 2·pad − dilation·(kernel − 1) − 1)/stride⌋ + 1` (rounded up
+ * with `ceilMode`, PyTorch's rule), with `pad < kernel`. Winner indices are computed only while recording (saved
+ * as an owned Int32 slot) or when `returnIndices` asks for them; the backward pass adds each output's gradient
+ * at its winner with the seam's `indexAdd` kernel.
  *
  * @example
  * ```ts
@@ -52,25 +117,30 @@ const POOL_KEYS = ["kernel", "stride", "padding"] as const;
  * using x = Tensor.from([1, 5, 2, 4, 3, 0, 9, 8, 7, 6, 1, 2, 3, 4, 5, 6], [1, 1, 4, 4]);
  * using y = ops.maxPool2d(x, { kernel: 2 });
  * assert.ok(y.toArray().join() === "5,9,7,6");
+ * const { values, indices } = ops.maxPool2d(x, { kernel: 3, stride: 2, ceilMode: true, returnIndices: true });
+ * assert.ok(values.toArray().join() === "9,9,7,6" && indices.toArray().join() === "6,6,8,15");
  * ```
  */
-export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
+export function maxPool2d(x: Tensor, options: Pool2dOptions & { readonly returnIndices: true }): MaxPool2dResult;
+export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor;
+export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor | MaxPool2dResult {
   const op = "maxPool2d";
   checkF32(op, x);
   checkImage(op, x);
-  if (x.rank === 3) return squeeze(maxPool2d(unsqueeze(x, 0), options), 0);
-  const { kernel: kernelOption, stride: strideOption, padding: paddingOption } = checkOptions(
-    op,
-    options,
-    POOL_KEYS,
-  );
-  const kernel = pair(op, "kernel", kernelOption, 1);
-  const stride = windowStride(op, strideOption ?? kernel);
-  const padding = pair(op, "padding", paddingOption ?? 0, 0);
-  const [n, c, h, w] = x.shape;
-  const out: number[] = [];
-  for (const [axis, size] of [[0, h], [1, w]] as const) {
-    checkPadded(op, x.shape, size, padding[axis]);
+  options = checkOptions(op, options, ["kernel", "stride", "padding", "dilation", "ceilMode", "returnIndices"]);
+  const returnIndices = checkBoolean(op, "returnIndices", options.returnIndices, false);
+  if (x.rank === 3) {
+    const pool = maxPool2d as (x: Tensor, options: Pool2dOptions) => Tensor | MaxPool2dResult;
+    const batched = pool(unsqueeze(x, 0), options);
+    if (batched instanceof Tensor) return squeeze(batched, 0);
+    return { values: squeeze(batched.values, 0), indices: squeeze(batched.indices, 0) };
+  }
+  const kernel = pair(op, "kernel", options.kernel, 1);
+  const stride = windowStride(op, options.stride ?? kernel);
+  const padding = pair(op, "padding", options.padding ?? 0, 0);
+  const dilation = pair(op, "dilation", options.dilation ?? 1, 1);
+  const ceilMode = checkBoolean(op, "ceilMode", options.ceilMode, false);
+  for (const axis of [0, 1]) {
     if (padding[axis] >= kernel[axis]) {
       throw new TensorShapeError(
         op,
@@ -78,34 +148,51 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
         [x.shape],
       );
     }
-    const extent = Math.floor((size + 2 * padding[axis] - kernel[axis]) / stride[axis]) + 1;
-    if (extent < 1) {
-      throw new TensorShapeError(
-        op,
-        `the input ${formatShape(x.shape)} is smaller than the kernel ${formatShape(kernel)} with padding ${
-          formatShape(padding)
-        }`,
-        [x.shape],
-      );
-    }
-    out.push(extent);
   }
-  const y = newOutput(op, [n, c, out[0], out[1]]);
+  const output = sweepExtents(op, x.shape, kernel, stride, padding, dilation, ceilMode, true);
+  const [n, c, h, w] = x.shape;
+  const y = newOutput(op, [n, c, output[0], output[1]]);
   const recording = shouldRecord(x);
-  const indices = recording ? allocate(op, y.shape, DType.I32, false, { scoped: true }) : null;
+  const indices = recording || returnIndices ? allocate(op, y.shape, DType.I32, false, { scoped: true }) : null;
   kernels().maxPool2d(
-    { input: [n, c, h, w], kernel, stride, padding },
+    { input: [n, c, h, w], kernel, stride, padding, dilation, output, localIndices: true },
     y.operand(op),
     x.operand(op),
     indices === null ? null : indices.operand(op),
     computeSettings(),
   );
-  if (indices === null) return y;
-  return record(y, "MaxPool2d", [x], {
-    saved: [indices],
-    attrs: { kernel, stride, padding },
-    owned: [indices],
-  });
+  const values = recording
+    ? record(y, "MaxPool2d", [x], { saved: [indices], attrs: { kernel, stride, padding }, owned: [indices!] })
+    : y;
+  if (!returnIndices) return values;
+  const wide = cast(indices!, DType.I64);
+  if (!recording) indices!.dispose();
+  return { values, indices: wide };
+}
+
+/**
+ * The gradient of a max pooling's input [N, C, H, W] from the output's gradient `g` [N, C, OH, OW] and the
+ * winners' positions within each plane (Int32, contiguous): each output's gradient is added at its winner, in
+ * output order, by the seam's `indexAdd` kernel over the N·C planes.
+ */
+export function maxPool2dBackward(g: Tensor, indices: Tensor, inputShape: readonly number[]): Tensor {
+  const op = "backward";
+  const [n, c, h, w] = inputShape;
+  const [, , oh, ow] = g.shape;
+  const grad = allocate(op, inputShape, DType.F32, true, { scoped: true });
+  const source = contiguous(g);
+  try {
+    kernels().indexAdd(
+      { groups: n * c, count: oh * ow, width: 1, rows: h * w, flat: false },
+      grad.operand(op, [h * w, 1, 1]),
+      source.operand(op, [oh * ow, 1, 1]),
+      indices.operand(op, [oh * ow, 1]),
+      computeSettings(),
+    );
+  } finally {
+    if (source !== g) source.dispose();
+  }
+  return grad;
 }
 
 /** The checked window of an average pooling. */
