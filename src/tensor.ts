@@ -1025,6 +1025,11 @@ export class Tensor {
     return ops.avgPool2d(this, options);
   }
 
+  /** `ops.adaptiveAvgPool2d(this, outputSize)`. */
+  adaptiveAvgPool2d(outputSize: number | null | readonly [number | null, number | null]): Tensor {
+    return ops.adaptiveAvgPool2d(this, outputSize);
+  }
+
   /** `ops.dropout(this, options)`. */
   dropout(options: DropoutOptions = {}): Tensor {
     return ops.dropout(this, options);

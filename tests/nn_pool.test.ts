@@ -71,7 +71,35 @@ test("embedding maxNorm renormalises only the looked-up rows, in place, as PyTor
   );
   assert.deepEqual([...e.toArray()], [w.toArray()[0], w.toArray()[1], Math.fround(0.3), Math.fround(0.4)]);
   using l1 = Tensor.from([[3, 4]]);
-  using _renormed = ops.embedding(Tensor.from([0], [1], { dtype: DType.I32 }), l1, { maxNorm: 1, normType: 1 });
+  using _renormed = ops.embedding(Tensor.from([0], [1], { dtype: DType.I32 }), l1, {
+    maxNorm: 1,
+    normType: 1,
+  });
   assert.ok(Math.abs((l1.toArray()[0] as number) - 3 / 7) < 1e-6);
   assert.throws(() => ops.embedding(ids, w, { maxNorm: -1 }), /maxNorm must be/);
+});
+
+test("avgPool2d: ceil-mode windows divide by their clipped extent; countIncludePad false and divisorOverride", () => {
+  using x = Tensor.arange(1, 17).reshape([1, 1, 4, 4]);
+  using ceil = ops.avgPool2d(x, { kernel: 3, stride: 2, ceilMode: true });
+  // Windows rows {0,1,2} and {2,3}, columns likewise: the last ones average 2 positions, not 3.
+  assert.deepEqual([...ceil.toArray()], [6, 7.5, 12, 13.5]);
+  using excluded = ops.avgPool2d(x, { kernel: 2, stride: 2, padding: 1, countIncludePad: false });
+  assert.deepEqual([...excluded.toArray()], [1, 2.5, 4, 7, 8.5, 10, 13, 14.5, 16]);
+  using included = ops.avgPool2d(x, { kernel: 2, stride: 2, padding: 1 });
+  assert.deepEqual([...included.toArray()].slice(0, 2), [0.25, 1.25]);
+  using override = ops.avgPool2d(x, { kernel: 2, divisorOverride: 2 });
+  assert.deepEqual([...override.toArray()], [7, 11, 23, 27]);
+  assert.throws(() => ops.avgPool2d(x, { kernel: 2, divisorOverride: 0 }), /divisorOverride/);
+});
+
+test("adaptiveAvgPool2d averages PyTorch's uneven windows and keeps a null extent", () => {
+  using x = Tensor.arange(10).reshape([1, 2, 5]);
+  using y = ops.adaptiveAvgPool2d(x, [1, 3]);
+  // Columns [0, 2), [1, 4), [3, 5) of both rows.
+  assert.deepEqual([...y.shape], [1, 1, 3]);
+  assert.deepEqual([...y.toArray()], [3, 4.5, 6]);
+  using same = ops.adaptiveAvgPool2d(x, [1, null]);
+  assert.deepEqual([...same.toArray()], [2.5, 3.5, 4.5, 5.5, 6.5]);
+  assert.throws(() => ops.adaptiveAvgPool2d(x, [1, 0]), /outputSize/);
 });

@@ -241,20 +241,23 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   },
   // Per group: dx = col2im(Wᵀ·g), dW = Σₙ g·colsᵀ (the input unfolded again), db = Σ g over N, OH, OW.
   Conv2d: (r, g) => conv2dBackward(r, g),
-  // Each output's gradient, divided by KH·KW, is added back over its window (col2im of a broadcast view).
+  // Each output's gradient, divided by its divisor (KH·KW, or saved slot 0 [OH, OW]), is added back over its
+  // window (col2im of a broadcast view); ceil mode's extra right padding is folded as input and cut away.
   AvgPool2d: (r, g) => {
     const { kernel: [kh, kw], stride, padding } = r.attrs;
-    const input = r.inputShape(0);
-    const [n, c, oh, ow] = g.shape;
+    const [eh, ew] = r.attrs.extra ?? [0, 0];
+    const [n, c, h, w] = r.inputShape(0);
+    const [, , oh, ow] = g.shape;
     const geometry = windowGeometry([kh, kw], [...stride], [...padding], [1, 1], [oh, ow]);
-    const scaled = div(g, kh * kw);
+    const scaled = div(g, r.saved.length > 0 ? r.savedTensor(0) : kh * kw);
     const s = scaled.strides;
     const windows = viewOf(scaled, {
       shape: [n, c, kh, kw, oh, ow],
       strides: [s[0], s[1], 0, 0, s[2], s[3]],
       offset: scaled.offset,
     });
-    return [fold("backward", windows, geometry, input)];
+    const folded = fold("backward", windows, geometry, [n, c, h + eh, w + ew]);
+    return [eh === 0 && ew === 0 ? folded : slice(slice(folded, 2, 0, h), 3, 0, w)];
   },
   // Each looked-up row's gradient is added to its table row, in lookup order, except the padding row's.
   Embedding: (r, g) => [embeddingBackward(g, r.savedTensor(0), r.inputShape(0), r.attrs.paddingIdx)],

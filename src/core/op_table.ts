@@ -109,6 +109,7 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   linear: { dtypes: "f32", grad: "composed" },
   maxPool2d: { dtypes: "f32", grad: { record: "MaxPool2d" } },
   avgPool2d: { dtypes: "f32", grad: { record: "AvgPool2d" } },
+  adaptiveAvgPool2d: { dtypes: "f32", grad: "composed" },
   conv2d: { dtypes: "f32", grad: { record: "Conv2d" } },
   layerNorm: { dtypes: "f32", grad: { record: "LayerNorm" } },
   batchNorm: { dtypes: "f32", grad: { record: "BatchNorm" } },

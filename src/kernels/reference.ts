@@ -361,7 +361,14 @@ export function poolOutput(params: Pool2dParams): readonly [number, number] {
 }
 
 /** The in-bounds taps of window `o` along one axis: positions `o·stride − pad + j·dilation`, j < kernel. */
-function poolTaps(o: number, kernel: number, stride: number, pad: number, dilation: number, size: number): number[] {
+function poolTaps(
+  o: number,
+  kernel: number,
+  stride: number,
+  pad: number,
+  dilation: number,
+  size: number,
+): number[] {
   const taps: number[] = [];
   for (let j = 0; j < kernel; j++) {
     const p = o * stride - pad + j * dilation;
@@ -528,7 +535,8 @@ export const referenceKernels: TensorKernels = {
             const position = [ni, ci, oy, ox];
             od[at(out, position)] = best;
             if (id !== undefined && indices !== null) {
-              id[at(indices, position)] = ((params.localIndices === true ? 0 : (ni * c + ci) * h) + by) * w + bx;
+              id[at(indices, position)] = ((params.localIndices === true ? 0 : (ni * c + ci) * h) + by) * w +
+                bx;
             }
           }
         }

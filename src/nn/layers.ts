@@ -623,7 +623,16 @@ export class MaxPool2d extends Module {
  * ```
  */
 export class AvgPool2d extends Module {
-  constructor(readonly kernelSize: Pair, readonly options: { stride?: Pair; padding?: Pair } = {}) {
+  constructor(
+    readonly kernelSize: Pair,
+    readonly options: {
+      stride?: Pair;
+      padding?: Pair;
+      ceilMode?: boolean;
+      countIncludePad?: boolean;
+      divisorOverride?: number;
+    } = {},
+  ) {
     super();
   }
 

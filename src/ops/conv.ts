@@ -43,7 +43,7 @@ export interface WindowGeometry {
 }
 
 /** The output extent of each spatial axis, or a `TensorShapeError` when the window does not fit. */
-export function outputExtents(
+function outputExtents(
   op: string,
   shape: readonly number[],
   kernel: readonly [number, number],
@@ -80,7 +80,7 @@ function interior(padded: Tensor, shape: readonly number[], padding: readonly [n
 }
 
 /** `x` with zeros around its spatial axes, as a new scoped tensor; `x` itself when there is no padding. */
-export function padSpatial(op: string, x: Tensor, padding: readonly [number, number]): Tensor {
+function padSpatial(op: string, x: Tensor, padding: readonly [number, number]): Tensor {
   if (padding[0] === 0 && padding[1] === 0) return x;
   const [n, c, h, w] = x.shape;
   const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], DType.F32, true, {

@@ -35,7 +35,7 @@ export { attention, concat, crossEntropy, embedding, nllLoss } from "./nn.ts";
 export type { AttentionOptions, EmbeddingOptions } from "./nn.ts";
 export { conv2d } from "./conv.ts";
 export type { Conv2dOptions } from "./conv.ts";
-export { avgPool2d, maxPool2d } from "./pool.ts";
+export { adaptiveAvgPool2d, avgPool2d, maxPool2d } from "./pool.ts";
 export type { AvgPool2dOptions, MaxPool2dResult, Pool2dOptions } from "./pool.ts";
 export {
   binaryCrossEntropy,

@@ -236,7 +236,13 @@ function gatherRows(weight: Tensor, ids: readonly number[], out: Tensor): void {
  * scaled in place by `maxNorm/(norm + 1e-7)`, with recording off, by element-wise ops over all rows and a 0/1
  * mask of the looked-up ones.
  */
-function renormRows(op: string, weight: Tensor, ids: readonly number[], maxNorm: number, normType: number): void {
+function renormRows(
+  op: string,
+  weight: Tensor,
+  ids: readonly number[],
+  maxNorm: number,
+  normType: number,
+): void {
   if (typeof maxNorm !== "number" || !(maxNorm >= 0) || maxNorm === Infinity) {
     throw new OptionError(op, `maxNorm must be a finite number ≥ 0, got ${describe(maxNorm)}`);
   }

@@ -406,6 +406,14 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
   ],
   avgPool2d: [
     {
+      name: "avgPool2d (ceilMode, countIncludePad false)",
+      shapes: [[1, 2, 5, 6]],
+      f32: ([x]) =>
+        ops.avgPool2d(x, { kernel: 2, stride: 2, padding: 1, ceilMode: true, countIncludePad: false }),
+      f64: ([x]) =>
+        windowAverage(x, [3, 4], (o, size) => [Math.max(2 * o - 1, 0), Math.min(2 * o + 1, size)]),
+    },
+    {
       name: "avgPool2d",
       shapes: [[2, 2, 5, 6]],
       f32: ([x]) => ops.avgPool2d(x, { kernel: 3, stride: [2, 1], padding: 1 }),
@@ -492,6 +500,20 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
         const rows = Array.from({ length: 3 }, (_, t) => Array.from(lp.data.subarray(t * 3, t * 3 + 3)));
         return R.f64([], [R.ctcBruteForce(rows, [1, 2], 0)]);
       },
+    },
+  ],
+  // --- pooling options (src/ops/pool.ts) ---
+  adaptiveAvgPool2d: [
+    {
+      name: "adaptiveAvgPool2d (uneven windows)",
+      shapes: [[1, 2, 5, 7]],
+      f32: ([x]) => ops.adaptiveAvgPool2d(x, [2, 3]),
+      f64: ([x]) =>
+        windowAverage(
+          x,
+          [2, 3],
+          (o, size, count) => [Math.floor((o * size) / count), Math.ceil(((o + 1) * size) / count)],
+        ),
     },
   ],
   // --- losses (src/ops/losses.ts) ---
@@ -585,6 +607,24 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
     },
   ],
 };
+
+/** The mean of each window [start, end) × [start, end) of `x` [N, C, H, W] that `bounds` gives per axis. */
+function windowAverage(
+  x: R.F64,
+  output: [number, number],
+  bounds: (o: number, size: number, count: number) => [number, number],
+): R.F64 {
+  const [n, c, h, w] = x.shape;
+  return R.build([n, c, ...output], ([ni, ci, oy, ox]) => {
+    const [y0, y1] = bounds(oy, h, output[0]);
+    const [x0, x1] = bounds(ox, w, output[1]);
+    let total = 0;
+    for (let y = y0; y < y1; y++) {
+      for (let xx = x0; xx < x1; xx++) total += x.data[((ni * c + ci) * h + y) * w + xx];
+    }
+    return total / ((y1 - y0) * (x1 - x0));
+  });
+}
 
 /** Targets of the binary losses' cases, in [0, 1] (soft labels included). */
 const LOSS_TARGETS = [1, 0, 0.25, 0, 1, 0.75];
