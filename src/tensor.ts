@@ -32,12 +32,14 @@ import type {
   BatchNormOptions,
   Conv2dOptions,
   CtcLossOptions,
+  DropoutOptions,
   EmbeddingOptions,
   GruOptions,
   GruResult,
   LayerNormOptions,
   LstmOptions,
   LstmResult,
+  MaxPool2dResult,
   Pool2dOptions,
   ReduceOptions,
   RnnWeights,
@@ -1092,14 +1094,27 @@ export class Tensor {
     return ops.conv2d(this, weight, options);
   }
 
+  /** `ops.maxPool2d(this, options)`; `{ values, indices }` with `returnIndices: true`. */
+  maxPool2d(options: Pool2dOptions & { readonly returnIndices: true }): MaxPool2dResult;
   /** `ops.maxPool2d(this, options)`. */
-  maxPool2d(options: Pool2dOptions): Tensor {
-    return ops.maxPool2d(this, options);
+  maxPool2d(options: Pool2dOptions): Tensor;
+  maxPool2d(options: Pool2dOptions): Tensor | MaxPool2dResult {
+    return (ops.maxPool2d as (x: Tensor, options: Pool2dOptions) => Tensor | MaxPool2dResult)(this, options);
   }
 
   /** `ops.avgPool2d(this, options)`. */
   avgPool2d(options: AvgPool2dOptions): Tensor {
     return ops.avgPool2d(this, options);
+  }
+
+  /** `ops.adaptiveAvgPool2d(this, outputSize)`. */
+  adaptiveAvgPool2d(outputSize: number | null | readonly [number | null, number | null]): Tensor {
+    return ops.adaptiveAvgPool2d(this, outputSize);
+  }
+
+  /** `ops.dropout(this, options)`. */
+  dropout(options: DropoutOptions = {}): Tensor {
+    return ops.dropout(this, options);
   }
 
   /** `ops.layerNorm(this, normalizedShape, options)`. */

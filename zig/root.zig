@@ -165,6 +165,12 @@ export fn zt_maxpool2d_f32(args: *const abi.ArgBlock, out: *anyopaque, x: *const
     dispatch.active().elementwise.maxpool2d_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(x), @ptrCast(indices));
 }
 
+/// Grouped index add (zig/kernels/scatter.zig): args.shape [B, K, D, M]; operands 0, 1, 2 = out (B, M, D
+/// strides), src (B, K, D strides), index (Int32, B, K strides); ints[0]: 1 when the indices are flat over B·M.
+export fn zt_index_add_f32(args: *const abi.ArgBlock, out: *anyopaque, src: *const anyopaque, index: *const anyopaque) void {
+    dispatch.active().elementwise.index_add_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(src), @ptrCast(@constCast(index)));
+}
+
 // GEMM
 
 /// Batched matmul (zig/kernels/gemm.zig): args.shape = out's [...batch, M, N] (rank >= 2), ints[0] = K;

@@ -13,6 +13,7 @@ comptime {
     _ = @import("kernels/reduce.zig");
     _ = @import("kernels/softmax.zig");
     _ = @import("kernels/pool.zig");
+    _ = @import("kernels/scatter.zig");
     _ = @import("kernels/gemm.zig");
     _ = @import("kernels/optim.zig");
     _ = @import("bench.zig");

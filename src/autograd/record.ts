@@ -125,8 +125,8 @@ export interface RecordAttributes {
   BatchNorm: NormAttributes & { readonly training: boolean; readonly momentum: number };
   /** A 2-D convolution's window, dilation and groups. */
   Conv2d: WindowAttributes & { readonly dilation: readonly [number, number]; readonly groups: number };
-  /** An average pooling window. */
-  AvgPool2d: WindowAttributes;
+  /** An average pooling window, with the extra right padding ceil mode needs (absent: none). */
+  AvgPool2d: WindowAttributes & { readonly extra?: readonly [number, number] };
   /** A max pooling window. */
   MaxPool2d: WindowAttributes;
   /** The ignored class of a negative log-likelihood loss. */

@@ -17,6 +17,8 @@ import { cast, copyInto } from "../ops/copy.ts";
 import { exp } from "../ops/elementwise.ts";
 import { fold, unfold, type WindowGeometry } from "../ops/conv.ts";
 import { ctcLossBackward } from "../ops/sequence.ts";
+import { maxPool2dBackward } from "../ops/pool.ts";
+import { embeddingBackward } from "../ops/nn.ts";
 import type { BackwardRecord, OpKind } from "./record.ts";
 
 /** The gradients of a record's inputs from the gradient of its output. */
@@ -104,8 +106,8 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     r.needsGrad(0) ? sumToShape(matmul(g, transpose(r.savedTensor(1), -1, -2)), r.inputShape(0)) : null,
     r.needsGrad(1) ? sumToShape(matmul(transpose(r.savedTensor(0), -1, -2), g), r.inputShape(1)) : null,
   ],
-  // Each output gradient is added at its winner's flat index.
-  MaxPool2d: (r, g) => [maxPoolBackward(r, g)],
+  // Each output gradient is added at its winner (saved: its position within its plane), by the indexAdd kernel.
+  MaxPool2d: (r, g) => [maxPool2dBackward(g, r.savedTensor(0), r.inputShape(0))],
   // The gradient cast back to the input's dtype.
   Cast: (r, g) => [g.dtype === r.inputDType(0) ? g : cast(g, r.inputDType(0))],
   // Zeros of the input shape with g written into the slice.
@@ -240,23 +242,26 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   },
   // Per group: dx = col2im(Wᵀ·g), dW = Σₙ g·colsᵀ (the input unfolded again), db = Σ g over N, OH, OW.
   Conv2d: (r, g) => conv2dBackward(r, g),
-  // Each output's gradient, divided by KH·KW, is added back over its window (col2im of a broadcast view).
+  // Each output's gradient, divided by its divisor (KH·KW, or saved slot 0 [OH, OW]), is added back over its
+  // window (col2im of a broadcast view); ceil mode's extra right padding is folded as input and cut away.
   AvgPool2d: (r, g) => {
     const { kernel: [kh, kw], stride, padding } = r.attrs;
-    const input = r.inputShape(0);
-    const [n, c, oh, ow] = g.shape;
+    const [eh, ew] = r.attrs.extra ?? [0, 0];
+    const [n, c, h, w] = r.inputShape(0);
+    const [, , oh, ow] = g.shape;
     const geometry = windowGeometry([kh, kw], [...stride], [...padding], [1, 1], [oh, ow]);
-    const scaled = div(g, kh * kw);
+    const scaled = div(g, r.saved.length > 0 ? r.savedTensor(0) : kh * kw);
     const s = scaled.strides;
     const windows = viewOf(scaled, {
       shape: [n, c, kh, kw, oh, ow],
       strides: [s[0], s[1], 0, 0, s[2], s[3]],
       offset: scaled.offset,
     });
-    return [fold("backward", windows, geometry, input)];
+    const folded = fold("backward", windows, geometry, [n, c, h + eh, w + ew]);
+    return [eh === 0 && ew === 0 ? folded : slice(slice(folded, 2, 0, h), 3, 0, w)];
   },
   // Each looked-up row's gradient is added to its table row, in lookup order, except the padding row's.
-  Embedding: (r, g) => [embeddingBackward(r, g)],
+  Embedding: (r, g) => [embeddingBackward(g, r.savedTensor(0), r.inputShape(0), r.attrs.paddingIdx)],
   // d(−log p)/d lp[t, n, c] = −Σ_{s: l′ₛ = c} α_t(s)·β_t(s) / (y_t(c)·p), by forward-backward in f64, times
   // the reduction factor and g (slot 0: the log-probabilities; attributes: blank, reduction, zeroInfinity and
   // each sequence's input length and labels).
@@ -419,29 +424,6 @@ function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)
   }
   if (r.inputs.length === 2) return [dx, dWeight];
   return [dx, dWeight, r.needsGrad(2) ? sum(g, [0, 2, 3]) : null];
-}
-
-function embeddingBackward(r: BackwardRecord<"Embedding">, g: Tensor): Tensor {
-  const [rows, dim] = r.inputShape(0);
-  const skip = r.attrs.paddingIdx;
-  const ids = Array.from(r.savedTensor(0).toArray() as ArrayLike<number | bigint>, Number);
-  const grad = allocate("backward", [rows, dim], DType.F32, true, { scoped: true });
-  const out = grad.data() as Float32Array;
-  const values = g.toArray() as Float32Array;
-  ids.forEach((id, i) => {
-    if (id === skip) return;
-    for (let j = 0; j < dim; j++) out[id * dim + j] = Math.fround(out[id * dim + j] + values[i * dim + j]);
-  });
-  return grad;
-}
-
-function maxPoolBackward(r: BackwardRecord, g: Tensor): Tensor {
-  const indices = r.savedTensor(0).toArray() as Int32Array;
-  const grad = allocate("backward", r.inputShape(0), DType.F32, true, { scoped: true });
-  const values = g.toArray() as Float32Array;
-  const out = grad.data() as Float32Array;
-  for (let i = 0; i < indices.length; i++) out[indices[i]] = Math.fround(out[indices[i]] + values[i]);
-  return grad;
 }
 
 function nllBackward(r: BackwardRecord, g: Tensor): Tensor {

@@ -133,6 +133,7 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   linear: { dtypes: "f32", grad: "composed" },
   maxPool2d: { dtypes: "f32", grad: { record: "MaxPool2d" } },
   avgPool2d: { dtypes: "f32", grad: { record: "AvgPool2d" } },
+  adaptiveAvgPool2d: { dtypes: "f32", grad: "composed" },
   conv2d: { dtypes: "f32", grad: { record: "Conv2d" } },
   layerNorm: { dtypes: "f32", grad: { record: "LayerNorm" } },
   batchNorm: { dtypes: "f32", grad: { record: "BatchNorm" } },
@@ -144,6 +145,15 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   lstm: { dtypes: "f32", grad: "composed" },
   gru: { dtypes: "f32", grad: "composed" },
   ctcLoss: { dtypes: "f32", grad: { record: "CtcLoss" } },
+  // Losses (src/ops/losses.ts), compositions of element-wise ops and a reduction.
+  mseLoss: { dtypes: "f32", grad: "composed" },
+  l1Loss: { dtypes: "f32", grad: "composed" },
+  smoothL1Loss: { dtypes: "f32", grad: "composed" },
+  binaryCrossEntropy: { dtypes: "f32", grad: "composed" },
+  binaryCrossEntropyWithLogits: { dtypes: "f32", grad: "composed" },
+  klDiv: { dtypes: "f32", grad: "composed" },
+  // Dropout (src/ops/dropout.ts): x times a seeded mask.
+  dropout: { dtypes: "f32", grad: "composed" },
   // Views and data movement.
   reshape: { dtypes: "any", grad: { record: "Reshape" } },
   tryReshape: { dtypes: "any", grad: "composed" },

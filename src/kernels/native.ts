@@ -17,7 +17,7 @@ import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
 import type { NativePointer } from "../native/symbols.ts";
 import { nativeMatMul } from "./matmul.ts";
-import { poolExtent } from "./reference.ts";
+import { poolOutput } from "./reference.ts";
 import type {
   BinaryOp,
   ComputeSettings,
@@ -184,8 +184,10 @@ export const nativeKernels: TensorKernels = {
     const [n, c, h, w] = params.input;
     poolShape[0] = n;
     poolShape[1] = c;
-    poolShape[2] = poolExtent(h, params.kernel[0], params.stride[0], params.padding[0]);
-    poolShape[3] = poolExtent(w, params.kernel[1], params.stride[1], params.padding[1]);
+    const [oh, ow] = poolOutput(params);
+    const [dh, dw] = params.dilation ?? [1, 1];
+    poolShape[2] = oh;
+    poolShape[3] = ow;
     args.shape(poolShape)
       .operand(0, out.offset, out.strides)
       .operand(1, x.offset, x.strides)
@@ -198,7 +200,10 @@ export const nativeKernels: TensorKernels = {
       .int(5, params.padding[1])
       .int(6, h)
       .int(7, w)
-      .int(8, indices === null ? 0 : 1);
+      .int(8, indices === null ? 0 : 1)
+      .int(9, dh)
+      .int(10, dw)
+      .int(11, params.localIndices === true ? 1 : 0);
     if (indices !== null) args.operand(2, indices.offset, indices.strides);
     native.zt_maxpool2d_f32(
       args.pointer,

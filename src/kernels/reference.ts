@@ -374,26 +374,59 @@ export function poolExtent(size: number, kernel: number, stride: number, pad: nu
   return Math.floor((size + 2 * pad - kernel) / stride) + 1;
 }
 
+/**
+ * The output extents [OH, OW] of a max pooling: `params.output`, or `poolExtent` of each axis.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { poolOutput } from "./reference.ts";
+ * assert.deepEqual(poolOutput({ input: [1, 1, 5, 4], kernel: [2, 2], stride: [2, 2], padding: [1, 0] }), [3, 2]);
+ * ```
+ */
+export function poolOutput(params: Pool2dParams): readonly [number, number] {
+  const [, , h, w] = params.input;
+  return params.output ?? [
+    poolExtent(h, params.kernel[0], params.stride[0], params.padding[0]),
+    poolExtent(w, params.kernel[1], params.stride[1], params.padding[1]),
+  ];
+}
+
+/** The in-bounds taps of window `o` along one axis: positions `o·stride − pad + j·dilation`, j < kernel. */
+function poolTaps(
+  o: number,
+  kernel: number,
+  stride: number,
+  pad: number,
+  dilation: number,
+  size: number,
+): number[] {
+  const taps: number[] = [];
+  for (let j = 0; j < kernel; j++) {
+    const p = o * stride - pad + j * dilation;
+    if (p >= 0 && p < size) taps.push(p);
+  }
+  return taps;
+}
+
 function maxPoolWindow(
   x: Float32Array,
   plane: number,
   xStrides: readonly number[],
-  y0: number,
-  y1: number,
-  x0: number,
-  x1: number,
+  ys: readonly number[],
+  xs: readonly number[],
 ): [number, number, number] {
-  let best = x[plane + y0 * xStrides[2] + x0 * xStrides[3]];
-  let by = y0;
-  let bx = x0;
+  let best = x[plane + ys[0] * xStrides[2] + xs[0] * xStrides[3]];
+  let by = ys[0];
+  let bx = xs[0];
   if (best !== best) return [best, by, bx];
-  for (let yy = y0; yy < y1; yy++) {
-    for (let xx = yy === y0 ? x0 + 1 : x0; xx < x1; xx++) {
-      const v = x[plane + yy * xStrides[2] + xx * xStrides[3]];
+  for (let i = 0; i < ys.length; i++) {
+    for (let j = i === 0 ? 1 : 0; j < xs.length; j++) {
+      const v = x[plane + ys[i] * xStrides[2] + xs[j] * xStrides[3]];
       if (v > best || v !== v) {
         best = v;
-        by = yy;
-        bx = xx;
+        by = ys[i];
+        bx = xs[j];
         if (v !== v) return [best, by, bx];
       }
     }
@@ -516,17 +549,18 @@ export const referenceKernels: TensorKernels = {
   },
 
   /**
-   * The window of output (oy, ox) starts at (oy·strideH − padH, ox·strideW − padW) and holds only its
-   * in-bounds positions (padding never wins), read in row-major order: the first element wins ties, a NaN
-   * wins and the first NaN is reported. Indices are flat row-major NCHW positions of the logical input.
+   * The window of output (oy, ox) starts at (oy·strideH − padH, ox·strideW − padW), its taps `dilation` apart,
+   * and holds only its in-bounds taps (padding never wins), read in row-major order: the first element wins
+   * ties, a NaN wins and the first NaN is reported. Indices are flat row-major NCHW positions of the logical
+   * input, or `y·W + x` within the plane with `localIndices`.
    */
   maxPool2d(params: Pool2dParams, out: KernelOperand, x: KernelOperand, indices: KernelOperand | null): void {
     const [n, c, h, w] = params.input;
     const [kh, kw] = params.kernel;
     const [sh, sw] = params.stride;
     const [ph, pw] = params.padding;
-    const oh = poolExtent(h, kh, sh, ph);
-    const ow = poolExtent(w, kw, sw, pw);
+    const [oh, ow] = poolOutput(params);
+    const [dh, dw] = params.dilation ?? [1, 1];
     const xd = x.data as Float32Array;
     const od = out.data as Float32Array;
     const id = indices?.data as Int32Array | undefined;
@@ -534,16 +568,15 @@ export const referenceKernels: TensorKernels = {
       for (let ci = 0; ci < c; ci++) {
         const plane = x.offset + ni * x.strides[0] + ci * x.strides[1];
         for (let oy = 0; oy < oh; oy++) {
-          const y0 = Math.max(0, oy * sh - ph);
-          const y1 = Math.min(h, oy * sh - ph + kh);
+          const ys = poolTaps(oy, kh, sh, ph, dh, h);
           for (let ox = 0; ox < ow; ox++) {
-            const x0 = Math.max(0, ox * sw - pw);
-            const x1 = Math.min(w, ox * sw - pw + kw);
-            const [best, by, bx] = maxPoolWindow(xd, plane, x.strides, y0, y1, x0, x1);
+            const xs = poolTaps(ox, kw, sw, pw, dw, w);
+            const [best, by, bx] = maxPoolWindow(xd, plane, x.strides, ys, xs);
             const position = [ni, ci, oy, ox];
             od[at(out, position)] = best;
             if (id !== undefined && indices !== null) {
-              id[at(indices, position)] = ((ni * c + ci) * h + by) * w + bx;
+              id[at(indices, position)] = ((params.localIndices === true ? 0 : (ni * c + ci) * h) + by) * w +
+                bx;
             }
           }
         }

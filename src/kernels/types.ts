@@ -70,6 +70,15 @@ export interface Pool2dParams {
   readonly stride: readonly [number, number];
   /** Padding on each side [PH, PW]. */
   readonly padding: readonly [number, number];
+  /** The spacing of the window's taps [DH, DW]. @default [1, 1] */
+  readonly dilation?: readonly [number, number];
+  /**
+   * Output extents [OH, OW] (ceil mode gives one more where PyTorch's rule allows); every window must hold an
+   * in-bounds tap. @default `poolExtent` of each axis
+   */
+  readonly output?: readonly [number, number];
+  /** Indices count within each (n, c) plane, `y·W + x` (PyTorch's `return_indices`), not over the input. */
+  readonly localIndices?: boolean;
 }
 
 /** The kernel set. Every method writes only `out` (and `indices`) and returns nothing. */
@@ -220,5 +229,34 @@ export interface OptimizerKernels {
   readonly optimizerStep: OptimizerStepKernel;
 }
 
-/** A complete kernel set: compute, data movement and the optimizer update. */
-export type KernelSet = TensorKernels & MovementKernels & BlockKernels & OptimizerKernels;
+/** Extents of a grouped index add (src/kernels/scatter.ts): src [groups, count, width] into out [groups, rows, width]. */
+export interface IndexAddParams {
+  /** Independent groups B. */
+  readonly groups: number;
+  /** Additions per group K (the indices' extent). */
+  readonly count: number;
+  /** Columns D added per index. */
+  readonly width: number;
+  /** Rows M of each group of `out`. */
+  readonly rows: number;
+  /** The indices count over every group's rows (group b's start at b·M), not from 0 in each group. */
+  readonly flat: boolean;
+}
+
+/** The scatter kernels (src/kernels/scatter.ts). */
+export interface ScatterKernels {
+  /**
+   * `out[b, index[b, k] − base(b), d] += src[b, k, d]` for k in order (base(b) = b·M when `flat`), Int32
+   * indices checked by the caller; out strides (B, M, D), src (B, K, D), index (B, K).
+   */
+  indexAdd(
+    params: IndexAddParams,
+    out: KernelOperand,
+    src: KernelOperand,
+    index: KernelOperand,
+    settings: ComputeSettings,
+  ): void;
+}
+
+/** A complete kernel set: compute, data movement, the optimizer update and the scatter kernels. */
+export type KernelSet = TensorKernels & MovementKernels & BlockKernels & OptimizerKernels & ScatterKernels;

@@ -57,6 +57,7 @@ export const symbols = {
   zt_reduce_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
   zt_softmax_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
   zt_maxpool2d_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
+  zt_index_add_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
   // GEMM
   zt_matmul_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
   zt_optim_step_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },

@@ -7,7 +7,7 @@
 import { TensorShapeError } from "../core/errors.ts";
 import { Xorshift128 } from "../core/random.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, Tensor } from "../tensor.ts";
+import { Tensor } from "../tensor.ts";
 import * as ops from "../ops/mod.ts";
 import { pair } from "../ops/common.ts";
 import { drawSeed, fanInUniform, normal } from "./init.ts";
@@ -325,8 +325,16 @@ export class LayerNorm extends Module {
 export class Embedding extends Module {
   readonly weight: Tensor;
   readonly paddingIdx: number | undefined;
+  /** The bound on looked-up rows' norms (`ops.embedding`'s `maxNorm`), if any. */
+  readonly maxNorm: number | undefined;
+  /** The p of that norm. */
+  readonly normType: number | undefined;
 
-  constructor(numEmbeddings: number, embeddingDim: number, options: { paddingIdx?: number } = {}) {
+  constructor(
+    numEmbeddings: number,
+    embeddingDim: number,
+    options: { paddingIdx?: number; maxNorm?: number; normType?: number } = {},
+  ) {
     super();
     checkSize("Embedding", "numEmbeddings", numEmbeddings);
     checkSize("Embedding", "embeddingDim", embeddingDim);
@@ -342,18 +350,25 @@ export class Embedding extends Module {
       (weight.mutableData() as Float32Array).fill(0, padding * embeddingDim, (padding + 1) * embeddingDim);
     }
     this.paddingIdx = padding;
+    this.maxNorm = options.maxNorm;
+    this.normType = options.normType;
     this.weight = this.parameter("weight", weight);
   }
 
   forward(indices: Tensor): Tensor {
-    return ops.embedding(indices, this.weight, { paddingIdx: this.paddingIdx });
+    const { paddingIdx, maxNorm, normType } = this;
+    return ops.embedding(indices, this.weight, {
+      paddingIdx,
+      ...(maxNorm === undefined ? {} : { maxNorm }),
+      ...(normType === undefined ? {} : { normType }),
+    });
   }
 }
 
 /**
- * Dropout: in training mode zeroes each element with probability `p` and scales the rest by 1/(1 − p); the
- * identity in evaluation mode. The masks come from the module's own generator, seeded from `nn.manualSeed`'s
- * stream or by `seed`.
+ * Dropout (`ops.dropout`): in training mode zeroes each element with probability `p` and scales the rest by
+ * 1/(1 − p); the identity in evaluation mode. Each mask's seed comes from the module's own generator, seeded from
+ * `nn.manualSeed`'s stream or by `seed`, so a seeded module repeats its sequence of masks.
  *
  * @example
  * ```ts
@@ -379,12 +394,9 @@ export class Dropout extends Module {
   }
 
   forward(x: Tensor): Tensor {
-    if (!this.training || this.p === 0) return x;
-    const mask = allocate("dropout", x.shape, 1, false, { scoped: true });
-    const data = mask.mutableData() as Float32Array;
-    const keep = this.p === 1 ? 0 : 1 / (1 - this.p);
-    for (let i = 0; i < data.length; i++) data[i] = this.#random.uniform() < this.p ? 0 : keep;
-    return ops.mul(x, mask);
+    if (!this.training) return x;
+    // Each forward pass draws its mask's seed from the module's stream, so a seeded module repeats its masks.
+    return ops.dropout(x, { p: this.p, seed: this.#random.next() });
   }
 }
 
@@ -587,7 +599,10 @@ export class Flatten extends Module {
  * ```
  */
 export class MaxPool2d extends Module {
-  constructor(readonly kernelSize: Pair, readonly options: { stride?: Pair; padding?: Pair } = {}) {
+  constructor(
+    readonly kernelSize: Pair,
+    readonly options: { stride?: Pair; padding?: Pair; dilation?: Pair; ceilMode?: boolean } = {},
+  ) {
     super();
   }
 
@@ -608,7 +623,16 @@ export class MaxPool2d extends Module {
  * ```
  */
 export class AvgPool2d extends Module {
-  constructor(readonly kernelSize: Pair, readonly options: { stride?: Pair; padding?: Pair } = {}) {
+  constructor(
+    readonly kernelSize: Pair,
+    readonly options: {
+      stride?: Pair;
+      padding?: Pair;
+      ceilMode?: boolean;
+      countIncludePad?: boolean;
+      divisorOverride?: number;
+    } = {},
+  ) {
     super();
   }
 

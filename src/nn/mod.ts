@@ -30,6 +30,7 @@ export {
   Tanh,
 } from "./layers.ts";
 export type { BatchNormOptions, ConvOptions } from "./layers.ts";
+export { BCELoss, BCEWithLogitsLoss, KLDivLoss, L1Loss, MSELoss, SmoothL1Loss } from "./losses.ts";
 export { GRU, LSTM } from "./recurrent.ts";
 export type { RecurrentOptions } from "./recurrent.ts";
 export { MultiheadAttention, TransformerEncoderLayer } from "./transformer.ts";

@@ -1,6 +1,8 @@
 /**
- * Recurrent layers: LSTM and GRU over `ops.lstm`/`ops.gru`, stacked `numLayers` deep, with PyTorch's
- * parameter names (`weight_ih_l0`, `weight_hh_l0`, `bias_ih_l0`, `bias_hh_l0`, ...), all U(±1/√hidden).
+ * Recurrent layers: LSTM and GRU over `ops.lstm`/`ops.gru`, stacked `numLayers` deep, optionally
+ * bidirectional (the reverse direction runs `ops.lstm`/`ops.gru` over the time-flipped input and flips its
+ * output back) with dropout between layers, with PyTorch's parameter names (`weight_ih_l0`, `weight_hh_l0`,
+ * `bias_ih_l0`, `bias_hh_l0`, `weight_ih_l0_reverse`, ...), all U(±1/√hidden).
  *
  * @module
  */
@@ -8,7 +10,8 @@ import { TensorShapeError } from "../core/errors.ts";
 import { formatShape } from "../core/shape.ts";
 import type { Tensor } from "../tensor.ts";
 import * as ops from "../ops/mod.ts";
-import { fanInUniform } from "./init.ts";
+import { Xorshift128 } from "../core/random.ts";
+import { drawSeed, fanInUniform } from "./init.ts";
 import { Module } from "./module.ts";
 
 /** Options of `LSTM` and `GRU`. */
@@ -19,6 +22,12 @@ export interface RecurrentOptions {
   readonly bias?: boolean;
   /** Input and output are [N, T, ·] instead of PyTorch's default [T, N, ·]. @default false */
   readonly batchFirst?: boolean;
+  /** A second direction over the reversed sequence; outputs are concatenated [forward, reverse]. @default false */
+  readonly bidirectional?: boolean;
+  /** The dropout probability on each layer's output but the last, in training mode. @default 0 */
+  readonly dropout?: number;
+  /** The seed of the dropout masks' generator; one from `nn.manualSeed`'s stream when absent. */
+  readonly seed?: number;
 }
 
 /** The layers shared by LSTM and GRU. */
@@ -26,6 +35,11 @@ abstract class Recurrent<State> extends Module<[Tensor, State?], [Tensor, State]
   readonly weights: ops.RnnWeights[] = [];
   readonly numLayers: number;
   readonly batchFirst: boolean;
+  /** 2 when bidirectional, else 1. */
+  readonly numDirections: number;
+  /** The dropout probability between layers. */
+  readonly dropout: number;
+  readonly #random: Xorshift128;
 
   constructor(
     readonly name: string,
@@ -37,6 +51,12 @@ abstract class Recurrent<State> extends Module<[Tensor, State?], [Tensor, State]
     super();
     this.numLayers = options.numLayers ?? 1;
     this.batchFirst = options.batchFirst ?? false;
+    this.numDirections = options.bidirectional ?? false ? 2 : 1;
+    this.dropout = options.dropout ?? 0;
+    if (typeof this.dropout !== "number" || !(this.dropout >= 0 && this.dropout <= 1)) {
+      throw new RangeError(`${name}: dropout must be in [0, 1], got ${String(options.dropout)}`);
+    }
+    this.#random = new Xorshift128(options.seed ?? drawSeed());
     for (
       const [what, v] of [["inputSize", inputSize], ["hiddenSize", hiddenSize], ["numLayers", this.numLayers]]
     ) {
@@ -46,18 +66,49 @@ abstract class Recurrent<State> extends Module<[Tensor, State?], [Tensor, State]
     }
     const rows = gates * hiddenSize;
     for (let l = 0; l < this.numLayers; l++) {
-      const columns = l === 0 ? inputSize : hiddenSize;
-      const u = (shape: number[]) => fanInUniform(shape, hiddenSize);
-      const weightIh = this.parameter(`weight_ih_l${l}`, u([rows, columns]));
-      const weightHh = this.parameter(`weight_hh_l${l}`, u([rows, hiddenSize]));
-      const biases = options.bias ?? true
-        ? {
-          biasIh: this.parameter(`bias_ih_l${l}`, u([rows])),
-          biasHh: this.parameter(`bias_hh_l${l}`, u([rows])),
-        }
-        : {};
-      this.weights.push({ weightIh, weightHh, ...biases });
+      for (const suffix of this.numDirections === 2 ? ["", "_reverse"] : [""]) {
+        const columns = l === 0 ? inputSize : hiddenSize * this.numDirections;
+        const u = (shape: number[]) => fanInUniform(shape, hiddenSize);
+        const weightIh = this.parameter(`weight_ih_l${l}${suffix}`, u([rows, columns]));
+        const weightHh = this.parameter(`weight_hh_l${l}${suffix}`, u([rows, hiddenSize]));
+        const biases = options.bias ?? true
+          ? {
+            biasIh: this.parameter(`bias_ih_l${l}${suffix}`, u([rows])),
+            biasHh: this.parameter(`bias_hh_l${l}${suffix}`, u([rows])),
+          }
+          : {};
+        this.weights.push({ weightIh, weightHh, ...biases });
+      }
     }
+  }
+
+  /**
+   * Runs every layer and direction over batch-major `x` [N, T, I]: `step(input, weights, index)` runs one
+   * direction (index `l·directions + d` into the weights and the stacked states) and returns its output
+   * [N, T, H] and final states. Returns the last layer's output and each state stacked over layers and
+   * directions.
+   */
+  protected stack<S extends Tensor[]>(
+    x: Tensor,
+    step: (input: Tensor, weights: ops.RnnWeights, index: number) => { output: Tensor; states: S },
+  ): { output: Tensor; states: Tensor[] } {
+    let y = x;
+    const finals: Tensor[][] = [];
+    for (let l = 0; l < this.numLayers; l++) {
+      const outputs: Tensor[] = [];
+      for (let d = 0; d < this.numDirections; d++) {
+        const index = l * this.numDirections + d;
+        const input = d === 0 ? y : ops.flip(y, 1);
+        const r = step(input, this.weights[index], index);
+        outputs.push(d === 0 ? r.output : ops.flip(r.output, 1));
+        r.states.forEach((s, i) => (finals[i] ??= []).push(s));
+      }
+      y = outputs.length === 1 ? outputs[0] : ops.concat(outputs, 2);
+      if (l < this.numLayers - 1 && this.training && this.dropout > 0) {
+        y = ops.dropout(y, { p: this.dropout, seed: this.#random.next() });
+      }
+    }
+    return { output: y, states: finals.map((t) => (t.length === 1 ? t[0] : ops.concat(t, 0))) };
   }
 
   /** x as batch-first [N, T, I], checked. */
@@ -77,15 +128,15 @@ abstract class Recurrent<State> extends Module<[Tensor, State?], [Tensor, State]
     return this.batchFirst ? y : y.transpose(0, 1);
   }
 
-  /** Layer `l`'s slice [1, N, H] of a [numLayers, N, H] state. */
-  protected layerState(state: Tensor | undefined, l: number): Tensor | undefined {
-    return state === undefined || this.numLayers === 1 ? state : state.slice(0, l, l + 1);
+  /** Slice `i` [1, N, H] of a [numLayers·directions, N, H] state. */
+  protected layerState(state: Tensor | undefined, i: number): Tensor | undefined {
+    return state === undefined || this.weights.length === 1 ? state : state.slice(0, i, i + 1);
   }
 }
 
 /**
  * A stacked LSTM (PyTorch's `nn.LSTM`). `forward(x, [h0, c0]?)` returns `[output, [h, c]]` with `output`
- * [T, N, H] ([N, T, H] with `batchFirst`) and `h`, `c` [numLayers, N, H].
+ * [T, N, D·H] ([N, T, D·H] with `batchFirst`; D = 2 when bidirectional) and `h`, `c` [numLayers·D, N, H].
  *
  * @example
  * ```ts
@@ -103,23 +154,20 @@ export class LSTM extends Recurrent<[Tensor, Tensor]> {
   }
 
   forward(x: Tensor, state?: [Tensor, Tensor]): [Tensor, [Tensor, Tensor]] {
-    let y = this.batchMajor(x);
-    const hs: Tensor[] = [];
-    const cs: Tensor[] = [];
-    this.weights.forEach((w, l) => {
-      const r = ops.lstm(y, w, { h0: this.layerState(state?.[0], l), c0: this.layerState(state?.[1], l) });
-      y = r.output;
-      hs.push(r.h);
-      cs.push(r.c);
+    const { output, states } = this.stack(this.batchMajor(x), (input, w, i) => {
+      const r = ops.lstm(input, w, {
+        h0: this.layerState(state?.[0], i),
+        c0: this.layerState(state?.[1], i),
+      });
+      return { output: r.output, states: [r.h, r.c] };
     });
-    const stack = (t: Tensor[]) => (t.length === 1 ? t[0] : ops.concat(t, 0));
-    return [this.callerMajor(y), [stack(hs), stack(cs)]];
+    return [this.callerMajor(output), [states[0], states[1]]];
   }
 }
 
 /**
- * A stacked GRU (PyTorch's `nn.GRU`). `forward(x, h0?)` returns `[output, h]` with `output` [T, N, H]
- * ([N, T, H] with `batchFirst`) and `h` [numLayers, N, H].
+ * A stacked GRU (PyTorch's `nn.GRU`). `forward(x, h0?)` returns `[output, h]` with `output` [T, N, D·H]
+ * ([N, T, D·H] with `batchFirst`; D = 2 when bidirectional) and `h` [numLayers·D, N, H].
  *
  * @example
  * ```ts
@@ -136,13 +184,10 @@ export class GRU extends Recurrent<Tensor> {
   }
 
   forward(x: Tensor, state?: Tensor): [Tensor, Tensor] {
-    let y = this.batchMajor(x);
-    const hs: Tensor[] = [];
-    this.weights.forEach((w, l) => {
-      const r = ops.gru(y, w, { h0: this.layerState(state, l) });
-      y = r.output;
-      hs.push(r.h);
+    const { output, states } = this.stack(this.batchMajor(x), (input, w, i) => {
+      const r = ops.gru(input, w, { h0: this.layerState(state, i) });
+      return { output: r.output, states: [r.h] };
     });
-    return [this.callerMajor(y), hs.length === 1 ? hs[0] : ops.concat(hs, 0)];
+    return [this.callerMajor(output), states[0]];
   }
 }

@@ -1,21 +1,19 @@
 /**
- * 2-D convolution and average pooling over NCHW tensors, built from the seam's kernels only, so the reference
+ * 2-D convolution over NCHW tensors, built from the seam's kernels only, so the reference
  * kernel set runs them too. Convolution pads by copying into a slice of a zero tensor, unfolds the windows
  * (im2col) with one strided copy, and multiplies by the weights as a batched matmul; its backward pass folds
- * columns back (col2im) with KH·KW in-place adds on strided views. Average pooling is a mean over a strided
- * window view, so it accumulates in f64 like every reduction.
+ * columns back (col2im) with KH·KW in-place adds on strided views.
  *
  * @module
  */
 import { DType } from "../core/dtype.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { checkInteger, checkOptions } from "../core/options.ts";
-import { computeSettings, GradMode, kernels } from "../context.ts";
+import { GradMode } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
-import { ReduceOp } from "../kernels/types.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { addInto, checkF32, checkPadded, newOutput, pair, windowStride } from "./common.ts";
+import { addInto, checkF32, checkPadded, pair, windowStride } from "./common.ts";
 import { matmul } from "./linalg.ts";
 import { reshape, squeeze, unsqueeze, viewOf } from "./views.ts";
 import { copyElements } from "./copy.ts";
@@ -32,16 +30,6 @@ export interface Conv2dOptions {
   readonly dilation?: number | readonly [number, number];
   /** Input and output channels split into this many independent groups. @default 1 */
   readonly groups?: number;
-}
-
-/** Options of `avgPool2d`: a number or `[h, w]` for each. */
-export interface AvgPool2dOptions {
-  /** The window's extents. */
-  readonly kernel: number | readonly [number, number];
-  /** The step between windows. @default kernel */
-  readonly stride?: number | readonly [number, number];
-  /** Zeros added on both sides, counted in every window's average; at most half the kernel. @default 0 */
-  readonly padding?: number | readonly [number, number];
 }
 
 /** Where a window sweep reads a padded NCHW input: the spatial pairs and the output extent. */
@@ -212,7 +200,7 @@ function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOpti
 }
 
 /** The checked rank: 4 (NCHW) or 3 (one unbatched CHW image). */
-function checkImage(op: string, x: Tensor): void {
+export function checkImage(op: string, x: Tensor): void {
   if (x.rank !== 3 && x.rank !== 4) {
     throw new TensorShapeError(
       op,
@@ -285,66 +273,4 @@ export function conv2d(x: Tensor, weight: Tensor, options?: Conv2dOptions): Tens
     saved: [weight.requiresGrad ? x : null, x.requiresGrad ? weight : null],
     attrs: { kernel, stride, padding, dilation, groups: x.shape[1] / weight.shape[1] },
   });
-}
-
-/** The checked window of an average pooling. */
-function poolGeometry(op: string, x: Tensor, options: AvgPool2dOptions): WindowGeometry {
-  const kernel = pair(op, "kernel", options.kernel, 1);
-  const stride = windowStride(op, options.stride ?? kernel);
-  const padding = pair(op, "padding", options.padding ?? 0, 0);
-  for (const axis of [0, 1]) {
-    if (2 * padding[axis] > kernel[axis]) {
-      throw new TensorShapeError(
-        op,
-        `padding ${formatShape(padding)} must be at most half the kernel ${formatShape(kernel)}`,
-        [x.shape],
-      );
-    }
-  }
-  const dilation: [number, number] = [1, 1];
-  return {
-    kernel,
-    stride,
-    padding,
-    dilation,
-    output: outputExtents(op, x.shape, kernel, stride, padding, dilation),
-  };
-}
-
-/**
- * 2-D average pooling of `x` [N, C, H, W] (or [C, H, W]) with PyTorch's defaults: padding counts as zeros in
- * every window's average (`count_include_pad`), so each output divides by KH·KW; output extent
- * `floor((size + 2·padding − kernel)/stride) + 1`. Records AvgPool2d (attributes kernel, stride, padding; nothing
- * saved).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { ops, Tensor } from "@zigtensor/zigtensor";
- * using x = Tensor.from([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16], [1, 1, 4, 4]);
- * using y = ops.avgPool2d(x, { kernel: 2 });
- * assert.deepEqual([...y.toArray()], [3.5, 5.5, 11.5, 13.5]);
- * ```
- */
-export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
-  const op = "avgPool2d";
-  options = checkOptions(op, options, ["kernel", "stride", "padding"]);
-  checkF32(op, x);
-  checkImage(op, x);
-  if (x.rank === 3) return squeeze(avgPool2d(unsqueeze(x, 0), options), 0);
-  const geometry = poolGeometry(op, x, options);
-  const { kernel, stride, padding, output } = geometry;
-  const [n, c] = x.shape;
-  const y = newOutput(op, [n, c, output[0], output[1]]);
-  const padded = padSpatial(op, x, padding);
-  try {
-    const s = padded.strides;
-    const shape = [n, c, output[0], output[1], kernel[0], kernel[1]];
-    const windows = [s[0], s[1], stride[0] * s[2], stride[1] * s[3], s[2], s[3]];
-    kernels().reduce(ReduceOp.Mean, shape, 2, y.operand(op), padded.operand(op, windows), computeSettings());
-  } finally {
-    if (padded !== x) padded.dispose();
-  }
-  if (!shouldRecord(x)) return y;
-  return record(y, "AvgPool2d", [x], { attrs: { kernel, stride, padding } });
 }

@@ -9,10 +9,30 @@ export * from "./elementwise.ts";
 export { argmax, logSoftmax, max, mean, min, softmax, sum } from "./reduce.ts";
 export type { ReduceOptions } from "./reduce.ts";
 export { linear, matmul } from "./linalg.ts";
-export { attention, concat, crossEntropy, embedding, maxPool2d, nllLoss } from "./nn.ts";
-export type { AttentionOptions, EmbeddingOptions, Pool2dOptions } from "./nn.ts";
-export { avgPool2d, conv2d } from "./conv.ts";
-export type { AvgPool2dOptions, Conv2dOptions } from "./conv.ts";
+export { attention, concat, crossEntropy, embedding, nllLoss } from "./nn.ts";
+export type { AttentionOptions, EmbeddingOptions } from "./nn.ts";
+export { conv2d } from "./conv.ts";
+export type { Conv2dOptions } from "./conv.ts";
+export { adaptiveAvgPool2d, avgPool2d, maxPool2d } from "./pool.ts";
+export type { AvgPool2dOptions, MaxPool2dResult, Pool2dOptions } from "./pool.ts";
+export {
+  binaryCrossEntropy,
+  binaryCrossEntropyWithLogits,
+  klDiv,
+  l1Loss,
+  mseLoss,
+  smoothL1Loss,
+} from "./losses.ts";
+export type {
+  BinaryCrossEntropyOptions,
+  BinaryCrossEntropyWithLogitsOptions,
+  KlDivOptions,
+  LossOptions,
+  LossReduction,
+  SmoothL1LossOptions,
+} from "./losses.ts";
+export { dropout } from "./dropout.ts";
+export type { DropoutOptions } from "./dropout.ts";
 export { batchNorm, layerNorm } from "./norm.ts";
 export type { BatchNormOptions, LayerNormOptions } from "./norm.ts";
 export { ctcLoss, gru, lstm } from "./sequence.ts";

@@ -1,107 +1,23 @@
 /**
- * Neural-network operators: 2-D max pooling, the classification losses, concatenation, embedding lookup and
+ * Neural-network operators: the classification losses, concatenation, embedding lookup and
  * scaled dot-product attention.
  *
  * @module
  */
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
-import { checkBoolean, checkOptions } from "../core/options.ts";
+import { checkBoolean, checkOptions, describe } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { add, mul } from "./elementwise.ts";
-import { checkF32, checkPadded, checkTensor, newOutput, pair, windowStride } from "./common.ts";
+import { abs, add, div, gt, mul, pow, sub } from "./elementwise.ts";
+import { checkF32, checkTensor, newOutput } from "./common.ts";
 import { matmul } from "./linalg.ts";
-import { logSoftmax, softmax } from "./reduce.ts";
-import { transpose, viewOf } from "./views.ts";
-import { contiguous, copyElements } from "./copy.ts";
-
-/** Pooling options: a number or [h, w] for each. */
-export interface Pool2dOptions {
-  /** The window's extents. */
-  readonly kernel: number | readonly [number, number];
-  /** The step between windows. @default kernel */
-  readonly stride?: number | readonly [number, number];
-  /** −∞ added on both sides of each spatial axis; smaller than the kernel. @default 0 */
-  readonly padding?: number | readonly [number, number];
-}
-
-const POOL_KEYS = ["kernel", "stride", "padding"] as const;
-
-/**
- * 2-D max pooling over an NCHW F32 tensor (spec 000 §9): the window starts at `o·stride − pad`, only in-bounds
- * positions count, the first element wins ties, a NaN wins (the first NaN); output extent
- * `floor((size + 2·pad − kernel)/stride) + 1`, with `pad < kernel`. Winner indices are computed only while
- * recording (saved as an owned Int32 slot).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { ops, Tensor } from "@zigtensor/zigtensor";
- * using x = Tensor.from([1, 5, 2, 4, 3, 0, 9, 8, 7, 6, 1, 2, 3, 4, 5, 6], [1, 1, 4, 4]);
- * using y = ops.maxPool2d(x, { kernel: 2 });
- * assert.ok(y.toArray().join() === "5,9,7,6");
- * ```
- */
-export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor {
-  const op = "maxPool2d";
-  checkF32(op, x);
-  if (x.rank !== 4) {
-    throw new TensorShapeError(op, `maxPool2d takes an NCHW tensor, got shape ${formatShape(x.shape)}`, [
-      x.shape,
-    ]);
-  }
-  const { kernel: kernelOption, stride: strideOption, padding: paddingOption } = checkOptions(
-    op,
-    options,
-    POOL_KEYS,
-  );
-  const kernel = pair(op, "kernel", kernelOption, 1);
-  const stride = windowStride(op, strideOption ?? kernel);
-  const padding = pair(op, "padding", paddingOption ?? 0, 0);
-  const [n, c, h, w] = x.shape;
-  const out: number[] = [];
-  for (const [axis, size] of [[0, h], [1, w]] as const) {
-    checkPadded(op, x.shape, size, padding[axis]);
-    if (padding[axis] >= kernel[axis]) {
-      throw new TensorShapeError(
-        op,
-        `padding ${padding[axis]} must be smaller than the kernel ${kernel[axis]}`,
-        [x.shape],
-      );
-    }
-    const extent = Math.floor((size + 2 * padding[axis] - kernel[axis]) / stride[axis]) + 1;
-    if (extent < 1) {
-      throw new TensorShapeError(
-        op,
-        `the input ${formatShape(x.shape)} is smaller than the kernel ${formatShape(kernel)} with padding ${
-          formatShape(padding)
-        }`,
-        [x.shape],
-      );
-    }
-    out.push(extent);
-  }
-  const y = newOutput(op, [n, c, out[0], out[1]]);
-  const recording = shouldRecord(x);
-  const indices = recording ? allocate(op, y.shape, DType.I32, false, { scoped: true }) : null;
-  kernels().maxPool2d(
-    { input: [n, c, h, w], kernel, stride, padding },
-    y.operand(op),
-    x.operand(op),
-    indices === null ? null : indices.operand(op),
-    computeSettings(),
-  );
-  if (indices === null) return y;
-  return record(y, "MaxPool2d", [x], {
-    saved: [indices],
-    attrs: { kernel, stride, padding },
-    owned: [indices],
-  });
-}
+import { logSoftmax, softmax, sum } from "./reduce.ts";
+import { slice, transpose, viewOf } from "./views.ts";
+import { cast, contiguous, copyElements, copyInto } from "./copy.ts";
 
 /** The class of each row as integers, checked against the class count. */
 function targetIndices(op: string, targets: Tensor, rows: number, classes: number): number[] {
@@ -235,6 +151,13 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
 export interface EmbeddingOptions {
   /** A row whose lookups get no gradient (negative counts from the end), like PyTorch's `padding_idx`. */
   readonly paddingIdx?: number;
+  /**
+   * Each looked-up row whose `normType`-norm exceeds this is scaled in place, before the lookup, to norm
+   * `maxNorm` (by `maxNorm/(norm + 1e-7)`, PyTorch's `max_norm`).
+   */
+  readonly maxNorm?: number;
+  /** The p of the p-norm `maxNorm` bounds. @default 2 */
+  readonly normType?: number;
 }
 
 /** The values of an integer tensor, row-major, as numbers. */
@@ -261,8 +184,75 @@ function gatherRows(weight: Tensor, ids: readonly number[], out: Tensor): void {
 }
 
 /**
+ * PyTorch's `embedding_renorm_`: each row of `weight` that `ids` looks up and whose p-norm exceeds `maxNorm` is
+ * scaled in place by `maxNorm/(norm + 1e-7)`, with recording off, by element-wise ops over all rows and a 0/1
+ * mask of the looked-up ones.
+ */
+function renormRows(
+  op: string,
+  weight: Tensor,
+  ids: readonly number[],
+  maxNorm: number,
+  normType: number,
+): void {
+  if (typeof maxNorm !== "number" || !(maxNorm >= 0) || maxNorm === Infinity) {
+    throw new OptionError(op, `maxNorm must be a finite number ≥ 0, got ${describe(maxNorm)}`);
+  }
+  if (typeof normType !== "number" || !(normType > 0) || normType === Infinity) {
+    throw new OptionError(op, `normType must be a finite number > 0, got ${describe(normType)}`);
+  }
+  const rows = weight.shape[0];
+  const looked = new Float32Array(rows);
+  for (const id of ids) looked[id] = 1;
+  GradMode.noGrad(() =>
+    tidy(() => {
+      const norms = pow(sum(pow(abs(weight), normType), 1, { keepDims: true }), 1 / normType);
+      using mask = Tensor.from(looked, [rows, 1]);
+      const apply = mul(cast(gt(norms, maxNorm), DType.F32), mask);
+      // apply is 0 or 1, so the factor is exactly maxNorm/(norm + 1e-7) or exactly 1.
+      const factor = add(mul(apply, div(maxNorm, add(norms, 1e-7))), sub(1, apply));
+      copyInto(weight, mul(weight, factor));
+    })
+  );
+}
+
+/**
+ * The gradient of an embedding table [rows, dim] from the output's gradient `g` [...indices.shape, dim]: each
+ * lookup's gradient row is added to its table row, in lookup order, by the seam's `indexAdd` kernel; the
+ * padding row (`paddingIdx` ≥ 0) is then zeroed.
+ */
+export function embeddingBackward(
+  g: Tensor,
+  indices: Tensor,
+  weightShape: readonly number[],
+  paddingIdx: number,
+): Tensor {
+  const op = "backward";
+  const [rows, dim] = weightShape;
+  const count = indices.size;
+  const grad = allocate(op, [rows, dim], DType.F32, true, { scoped: true });
+  const ids = cast(indices, DType.I32);
+  const source = contiguous(g);
+  try {
+    kernels().indexAdd(
+      { groups: 1, count, width: dim, rows, flat: false },
+      grad.operand(op, [rows * dim, dim, 1]),
+      source.operand(op, [count * dim, dim, 1]),
+      ids.operand(op, [count, 1]),
+      computeSettings(),
+    );
+  } finally {
+    ids.dispose();
+    if (source !== g) source.dispose();
+  }
+  if (paddingIdx >= 0) slice(grad, 0, paddingIdx, paddingIdx + 1).fill(0);
+  return grad;
+}
+
+/**
  * Looks up rows of `weight` [rows, dim] at integer `indices` of any shape: the result has shape
- * `[...indices.shape, dim]`. Lookups of `paddingIdx` give no gradient. Records Embedding over the table
+ * `[...indices.shape, dim]`. Lookups of `paddingIdx` give no gradient; with `maxNorm`, the looked-up rows
+ * are first renormalised in place as PyTorch does. Records Embedding over the table
  * (saved slot 0: the indices; attribute paddingIdx: the padding row, or −1).
  *
  * @example
@@ -277,7 +267,7 @@ function gatherRows(weight: Tensor, ids: readonly number[], out: Tensor): void {
  */
 export function embedding(indices: Tensor, weight: Tensor, options?: EmbeddingOptions): Tensor {
   const op = "embedding";
-  options = checkOptions(op, options, ["paddingIdx"]);
+  options = checkOptions(op, options, ["paddingIdx", "maxNorm", "normType"]);
   checkF32(op, weight);
   if (weight.rank !== 2) {
     throw new TensorShapeError(op, `weight must be [rows, dim], got ${formatShape(weight.shape)}`, [
@@ -303,6 +293,7 @@ export function embedding(indices: Tensor, weight: Tensor, options?: EmbeddingOp
       [weight.shape],
     );
   }
+  if (options.maxNorm !== undefined) renormRows(op, weight, ids, options.maxNorm, options.normType ?? 2);
   const out = newOutput(op, [...indices.shape, weight.shape[1]]);
   gatherRows(weight, ids, out);
   if (!shouldRecord(weight)) return out;

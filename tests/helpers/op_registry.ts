@@ -406,6 +406,14 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
   ],
   avgPool2d: [
     {
+      name: "avgPool2d (ceilMode, countIncludePad false)",
+      shapes: [[1, 2, 5, 6]],
+      f32: ([x]) =>
+        ops.avgPool2d(x, { kernel: 2, stride: 2, padding: 1, ceilMode: true, countIncludePad: false }),
+      f64: ([x]) =>
+        windowAverage(x, [3, 4], (o, size) => [Math.max(2 * o - 1, 0), Math.min(2 * o + 1, size)]),
+    },
+    {
       name: "avgPool2d",
       shapes: [[2, 2, 5, 6]],
       f32: ([x]) => ops.avgPool2d(x, { kernel: 3, stride: [2, 1], padding: 1 }),
@@ -595,7 +603,137 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       strided: true,
     },
   ],
+  // --- pooling options (src/ops/pool.ts) ---
+  adaptiveAvgPool2d: [
+    {
+      name: "adaptiveAvgPool2d (uneven windows)",
+      shapes: [[1, 2, 5, 7]],
+      f32: ([x]) => ops.adaptiveAvgPool2d(x, [2, 3]),
+      f64: ([x]) =>
+        windowAverage(
+          x,
+          [2, 3],
+          (o, size, count) => [Math.floor((o * size) / count), Math.ceil(((o + 1) * size) / count)],
+        ),
+    },
+  ],
+  // --- losses (src/ops/losses.ts) ---
+  mseLoss: [
+    {
+      name: "mseLoss (input and target)",
+      shapes: [[2, 3], [2, 3]],
+      f32: ([a, b]) => ops.mseLoss(a, b),
+      f64: ([a, b]) => lossTotal(R.zip(a, b, (x, y) => (x - y) ** 2), 1 / 6),
+    },
+  ],
+  l1Loss: [
+    {
+      name: "l1Loss (sum)",
+      shapes: [[2, 3], [2, 3]],
+      f32: ([a, b]) => ops.l1Loss(a, b, { reduction: "sum" }),
+      f64: ([a, b]) => lossTotal(R.zip(a, b, (x, y) => Math.abs(x - y)), 1),
+    },
+  ],
+  smoothL1Loss: [
+    {
+      name: "smoothL1Loss (beta 0.5, none)",
+      shapes: [[3, 4], [3, 4]],
+      f32: ([a, b]) => ops.smoothL1Loss(a, b, { beta: 0.5, reduction: "none" }),
+      f64: ([a, b]) => R.zip(a, b, (x, y) => Math.abs(x - y) < 0.5 ? (x - y) ** 2 : Math.abs(x - y) - 0.25),
+    },
+  ],
+  binaryCrossEntropy: [
+    {
+      name: "binaryCrossEntropy (weighted, probabilities and weight)",
+      shapes: [[2, 3], [3]],
+      positive: true,
+      f32: ([a, w]) =>
+        ops.binaryCrossEntropy(ops.div(a, 3), Tensor.from(LOSS_TARGETS, [2, 3]), { weight: w }),
+      f64: ([a, w]) => {
+        const p = R.map(a, (x) => x / 3);
+        const y = R.f64([2, 3], LOSS_TARGETS);
+        const terms = R.zip(p, y, (q, t) => -(t * Math.log(q) + (1 - t) * Math.log(1 - q)));
+        return lossTotal(R.zip(terms, w, (l, v) => l * v), 1 / 6);
+      },
+    },
+  ],
+  binaryCrossEntropyWithLogits: [
+    {
+      name: "binaryCrossEntropyWithLogits (logits, posWeight, weight)",
+      shapes: [[2, 3], [3], [2, 1]],
+      f32: ([x, pw, w]) =>
+        ops.binaryCrossEntropyWithLogits(x, Tensor.from(LOSS_TARGETS, [2, 3]), {
+          posWeight: ops.add(pw, 3),
+          weight: w,
+          reduction: "sum",
+        }),
+      f64: ([x, pw, w]) => {
+        const y = R.f64([2, 3], LOSS_TARGETS);
+        const c = R.zip(R.map(pw, (v) => v + 3), y, (p, t) => 1 + (p - 1) * t);
+        const sp = R.map(x, (v) => Math.log1p(Math.exp(-v)));
+        const terms = R.zip(
+          R.zip(x, y, (v, t) => (1 - t) * v),
+          R.zip(c, sp, (a, b) => a * b),
+          (a, b) => a + b,
+        );
+        return lossTotal(R.zip(terms, w, (l, v) => l * v), 1);
+      },
+    },
+  ],
+  klDiv: [
+    {
+      name: "klDiv (batchmean, log-probabilities and target)",
+      shapes: [[2, 3], [2, 3]],
+      positive: true,
+      f32: ([a, t]) => ops.klDiv(a, t, { reduction: "batchmean" }),
+      f64: ([a, t]) => lossTotal(R.zip(a, t, (x, y) => y * (Math.log(y) - x)), 1 / 2),
+    },
+    {
+      name: "klDiv (logTarget, sum)",
+      shapes: [[2, 3], [2, 3]],
+      f32: ([a, t]) => ops.klDiv(a, t, { logTarget: true, reduction: "sum" }),
+      f64: ([a, t]) => lossTotal(R.zip(a, t, (x, y) => Math.exp(y) * (y - x)), 1),
+    },
+  ],
+  // --- dropout (src/ops/dropout.ts) ---
+  dropout: [
+    {
+      name: "dropout (p 0.4, seeded)",
+      shapes: [[4, 5]],
+      f32: ([a]) => ops.dropout(a, { p: 0.4, seed: 21 }),
+      f64: ([a]) => {
+        using u = Tensor.rand([4, 5], { seed: 21 });
+        return R.zip(a, R.toF64(u), (x, v) => (v >= 0.4 ? x / 0.6 : 0));
+      },
+    },
+  ],
 };
+
+/** The mean of each window [start, end) × [start, end) of `x` [N, C, H, W] that `bounds` gives per axis. */
+function windowAverage(
+  x: R.F64,
+  output: [number, number],
+  bounds: (o: number, size: number, count: number) => [number, number],
+): R.F64 {
+  const [n, c, h, w] = x.shape;
+  return R.build([n, c, ...output], ([ni, ci, oy, ox]) => {
+    const [y0, y1] = bounds(oy, h, output[0]);
+    const [x0, x1] = bounds(ox, w, output[1]);
+    let total = 0;
+    for (let y = y0; y < y1; y++) {
+      for (let xx = x0; xx < x1; xx++) total += x.data[((ni * c + ci) * h + y) * w + xx];
+    }
+    return total / ((y1 - y0) * (x1 - x0));
+  });
+}
+
+/** Targets of the binary losses' cases, in [0, 1] (soft labels included). */
+const LOSS_TARGETS = [1, 0, 0.25, 0, 1, 0.75];
+
+/** `scale` times the sum of `terms`, as a scalar. */
+function lossTotal(terms: R.F64, scale: number): R.F64 {
+  return R.f64([], [terms.data.reduce((s, v) => s + v, 0) * scale]);
+}
 
 /** The differentiable operators of the table, by walking it. */
 export function differentiableOps(): DifferentiableOp[] {

@@ -20,6 +20,7 @@ const unary = @import("unary.zig");
 const reduce = @import("reduce.zig");
 const softmax = @import("softmax.zig");
 const pool = @import("pool.zig");
+const index_add = @import("scatter.zig");
 
 pub const lanes = std.simd.suggestVectorLength(f32) orelse 1;
 pub const V = @Vector(lanes, f32);
@@ -38,6 +39,7 @@ pub const Table = extern struct {
     reduce_f32: UnaryFn,
     softmax_f32: UnaryFn,
     maxpool2d_f32: PoolFn,
+    index_add_f32: PoolFn,
 };
 
 pub const table_entries: Table = .{
@@ -46,6 +48,7 @@ pub const table_entries: Table = .{
     .reduce_f32 = reduce.reduceF32,
     .softmax_f32 = softmax.softmaxF32,
     .maxpool2d_f32 = pool.maxPool2dF32,
+    .index_add_f32 = index_add.indexAddF32,
 };
 
 /// Binary operations, numbered by the op table (`zig/kernels/ops.zig`, generated from src/core/op_table.ts).

@@ -1,12 +1,14 @@
 //! 2-D max pooling over an NCHW input with any strides, by the rules of spec 000 §9: the window of output
-//! (oy, ox) starts at (oy·strideH − padH, ox·strideW − padW) and holds only its in-bounds positions (padding
-//! never wins); the window is read in row-major order and the first element wins ties; a NaN wins, and the
-//! first NaN is the one reported. Winner indices, when asked for, are flat row-major NCHW positions of the
+//! (oy, ox) starts at (oy·strideH − padH, ox·strideW − padW), its taps are `dilation` apart, and it holds only
+//! its in-bounds taps (padding never wins); the window is read in row-major order and the first element wins
+//! ties; a NaN wins, and the first NaN is the one reported. Winner indices, when asked for, are flat row-major NCHW positions of the
 //! logical input, ((n·C + c)·H + y)·W + x. The same bits in both modes and for any thread count.
 //!
 //! Argument block: shape [N, C, OH, OW]; operand 0 the output's strides (N, C, OH, OW), operand 1 the
 //! input's (N, C, H, W), operand 2 the indices' (N, C, OH, OW; Int32); ints: kernelH, kernelW, strideH,
-//! strideW, padH, padW, H, W, wantIndices (1 to write indices; `indices` may be null when 0).
+//! strideW, padH, padW, H, W, wantIndices (1 to write indices; `indices` may be null when 0), dilationH,
+//! dilationW, localIndices (1: indices count within each (n, c) plane, y·W + x, as PyTorch's `return_indices`).
+//! The output extents are the caller's (floor or ceil mode); every window must hold a tap.
 const std = @import("std");
 const abi = @import("../abi.zig");
 const table = @import("table.zig");
@@ -16,6 +18,7 @@ pub const Geometry = struct {
     kernel: [2]isize,
     stride: [2]isize,
     pad: [2]isize,
+    dilation: [2]isize,
     size: [2]isize,
     channels: isize,
     out_w: usize,
@@ -26,19 +29,33 @@ pub const Geometry = struct {
             .kernel = .{ ints[0], ints[1] },
             .stride = .{ ints[2], ints[3] },
             .pad = .{ ints[4], ints[5] },
+            .dilation = .{ ints[9], ints[10] },
             .size = .{ ints[6], ints[7] },
             .channels = args.shape[1],
             .out_w = @intCast(args.shape[3]),
         };
     }
 
-    /// The in-bounds part [lo, hi) of window `o` along axis `axis`; never empty when pad < kernel.
-    fn window(g: *const Geometry, axis: usize, o: usize) [2]isize {
+    /// The in-bounds taps of window `o` along `axis`: positions start + j·dilation for j in [lo, hi); the
+    /// caller checked that there is at least one.
+    fn window(g: *const Geometry, axis: usize, o: usize) Window {
         const start = @as(isize, @intCast(o)) * g.stride[axis] - g.pad[axis];
-        const lo = @max(0, start);
-        const hi = @min(g.size[axis], start + g.kernel[axis]);
+        const d = g.dilation[axis];
+        const lo = if (start >= 0) 0 else @divFloor(-start + d - 1, d);
+        const hi = @min(g.kernel[axis], @divFloor(g.size[axis] - 1 - start, d) + 1);
         std.debug.assert(lo < hi);
-        return .{ lo, hi };
+        return .{ .start = start, .step = d, .lo = lo, .hi = hi };
+    }
+};
+
+const Window = struct {
+    start: isize,
+    step: isize,
+    lo: isize,
+    hi: isize,
+
+    fn at(w: Window, j: isize) isize {
+        return w.start + j * w.step;
     }
 };
 
@@ -68,21 +85,23 @@ const Pool = struct {
         const xs = ops[1].strides;
         const plane = @as(isize, @intCast(n)) * xs[0] + @as(isize, @intCast(c)) * xs[1] + ops[1].offset;
         const ys = g.window(0, oy);
-        const index_base = ((@as(isize, @intCast(n)) * g.channels + @as(isize, @intCast(c))) * g.size[0]) * g.size[1];
+        const index_base = if (pool.args.ints[11] != 0) 0 else ((@as(isize, @intCast(n)) * g.channels + @as(isize, @intCast(c))) * g.size[0]) * g.size[1];
         const out_row = rowOffset(&ops[0], n, c, oy);
         const index_row = rowOffset(&ops[2], n, c, oy);
         for (0..g.out_w) |ox| {
             const xw = g.window(1, ox);
-            var best = ew.at([*]const f32, pool.x, plane + ys[0] * xs[2] + xw[0] * xs[3])[0];
-            var best_y = ys[0];
-            var best_x = xw[0];
+            var best_y = ys.at(ys.lo);
+            var best_x = xw.at(xw.lo);
+            var best = ew.at([*]const f32, pool.x, plane + best_y * xs[2] + best_x * xs[3])[0];
             scan: {
                 if (best != best) break :scan;
-                var y = ys[0];
-                while (y < ys[1]) : (y += 1) {
+                var j = ys.lo;
+                while (j < ys.hi) : (j += 1) {
+                    const y = ys.at(j);
                     const row = ew.at([*]const f32, pool.x, plane + y * xs[2]);
-                    var xi = if (y == ys[0]) xw[0] + 1 else xw[0];
-                    while (xi < xw[1]) : (xi += 1) {
+                    var i = if (j == ys.lo) xw.lo + 1 else xw.lo;
+                    while (i < xw.hi) : (i += 1) {
+                        const xi = xw.at(i);
                         const v = ew.at([*]const f32, row, xi * xs[3])[0];
                         if (v > best or v != v) {
                             best = v;
@@ -107,12 +126,11 @@ fn rowOffset(operand: *const abi.Operand, n: usize, c: usize, oy: usize) isize {
         @as(isize, @intCast(oy)) * operand.strides[2];
 }
 
-/// `zt_maxpool2d_f32`: see the file comment for the argument block. Assumes validated geometry (pad <
-/// kernel, output extents from the formula) and, when `ints[8]` is 1, a non-null `indices`.
+/// `zt_maxpool2d_f32`: see the file comment for the argument block. Assumes validated geometry (every window
+/// holds a tap) and, when `ints[8]` is 1, a non-null `indices`.
 pub fn maxPool2dF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, x: [*]const u8, indices: ?[*]u8) callconv(.c) void {
     std.debug.assert(args.rank == 4);
     const geometry = Geometry.fromArgs(args);
-    std.debug.assert(geometry.pad[0] < geometry.kernel[0] and geometry.pad[1] < geometry.kernel[1]);
     const want = args.ints[8] != 0;
     std.debug.assert(!want or indices != null);
     var rows: usize = 1;
@@ -139,7 +157,7 @@ fn poolArgs(n: i32, c: i32, h: i32, w: i32, kernel: [2]i32, stride: [2]i32, pad:
     const out_strides = [_]i32{ c * oh * ow, oh * ow, ow, 1 };
     const x_strides = [_]i32{ c * h * w, h * w, w, 1 };
     var args = ew.testArgs(&.{ n, c, oh, ow }, &.{ &out_strides, &x_strides, &out_strides }, &.{ 0, 0, 0 }, 0, 0, 1);
-    const ints = [_]i32{ kernel[0], kernel[1], stride[0], stride[1], pad[0], pad[1], h, w, @intFromBool(want) };
+    const ints = [_]i32{ kernel[0], kernel[1], stride[0], stride[1], pad[0], pad[1], h, w, @intFromBool(want), 1, 1, 0 };
     @memcpy(args.ints[0..ints.len], &ints);
     return args;
 }
@@ -178,4 +196,31 @@ test "indices are left alone unless asked for, and channels and batches index th
     maxPool2dF32(&ew.test_runtime, &with, @ptrCast(&out2), @ptrCast(&x), @ptrCast(&indices));
     try testing.expectEqualSlices(f32, &out, &out2);
     for (out2, indices) |v, i| try testing.expectEqual(v, x[@intCast(i)]);
+}
+
+test "dilated taps skip positions, and a ceil-mode window past the edge holds only its in-bounds taps" {
+    // One 1x5 row, kernel 1x2 dilated by 3, stride 2: taps (0, 3), (2, 5 out of bounds).
+    const x = [_]f32{ 1, 9, 4, 2, 8 };
+    var out: [2]f32 = undefined;
+    var indices: [2]i32 = undefined;
+    const out_strides = [_]i32{ 2, 2, 2, 1 };
+    const x_strides = [_]i32{ 5, 5, 5, 1 };
+    var args = ew.testArgs(&.{ 1, 1, 1, 2 }, &.{ &out_strides, &x_strides, &out_strides }, &.{ 0, 0, 0 }, 0, 0, 1);
+    const ints = [_]i32{ 1, 2, 1, 2, 0, 0, 1, 5, 1, 1, 3, 0 };
+    @memcpy(args.ints[0..ints.len], &ints);
+    maxPool2dF32(&ew.test_runtime, &args, @ptrCast(&out), @ptrCast(&x), @ptrCast(&indices));
+    try testing.expectEqualSlices(f32, &.{ 2, 4 }, &out);
+    try testing.expectEqualSlices(i32, &.{ 3, 2 }, &indices);
+}
+
+test "local indices count within each plane" {
+    var x: [2 * 2 * 2]f32 = undefined;
+    for (&x, 0..) |*v, i| v.* = @floatFromInt(i);
+    var out: [2]f32 = undefined;
+    var indices: [2]i32 = undefined;
+    var args = poolArgs(2, 1, 2, 2, .{ 2, 2 }, .{ 2, 2 }, .{ 0, 0 }, true);
+    args.ints[11] = 1;
+    maxPool2dF32(&ew.test_runtime, &args, @ptrCast(&out), @ptrCast(&x), @ptrCast(&indices));
+    try testing.expectEqualSlices(f32, &.{ 3, 7 }, &out);
+    try testing.expectEqualSlices(i32, &.{ 3, 3 }, &indices);
 }

@@ -1,0 +1,24 @@
+// The indexAdd kernel and max pooling's dilation, ceil-mode extents and plane-local indices: native equal to the
+// reference kernels bit for bit, in both modes and any thread count, under every ISA variant the host runs (one
+// child process per variant), with the same exact-mode bits across variants.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { kernelInfo } from "../src/native/kernel_info.ts";
+import { runChild } from "./helpers/subprocess.ts";
+
+const info = kernelInfo();
+const runnable = info.variants.filter((isa) => info.supported.includes(isa));
+
+test("indexAdd and dilated, ceil-mode max pooling: native equals reference under every variant the host runs", () => {
+  const hashes = new Set<number>();
+  for (const isa of runnable) {
+    const child = runChild(new URL("./children/scatter_child.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
+    assert.equal(child.status, 0, child.stderr);
+    const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!);
+    assert.equal(report.isa, isa);
+    assert.deepEqual(report.failures, [], isa);
+    assert.ok(report.cases > 300, `${isa}: ${report.cases} cases`);
+    hashes.add(report.hash);
+  }
+  assert.equal(hashes.size, 1, "exact mode differs between variants");
+});
