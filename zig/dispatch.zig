@@ -2,7 +2,6 @@
 //! for), and the kernel table in use.
 const std = @import("std");
 const options = @import("build_options");
-const abi = @import("abi.zig");
 const cpu = @import("cpu.zig");
 const Isa = @import("isa.zig").Isa;
 const table = @import("kernels/table.zig");
@@ -29,19 +28,19 @@ var selected: ?Isa = null;
 var kernels: *const table.KernelTable = undefined;
 
 /// Selects the variant `requested` (an `Isa` id), or the best one this CPU runs when `requested` is
-/// negative. Returns the selected id, or `Status.unsupported_isa` when the variant is absent or the CPU
+/// negative. Returns the selected variant, or `error.UnsupportedIsa` when the variant is absent or the CPU
 /// cannot run it. Idempotent for the same choice.
-pub fn init(requested: i32) i32 {
+pub fn init(requested: i32) error{UnsupportedIsa}!Isa {
     const usable = compiledMask() & cpu.supportedMask();
-    const choice: Isa = if (requested < 0) best(usable) orelse return @intFromEnum(abi.Status.unsupported_isa) else blk: {
-        if (requested >= tables.len) return @intFromEnum(abi.Status.unsupported_isa);
+    const choice: Isa = if (requested < 0) best(usable) orelse return error.UnsupportedIsa else blk: {
+        if (requested >= tables.len) return error.UnsupportedIsa;
         const isa: Isa = @enumFromInt(requested);
-        if (usable & isa.bit() == 0) return @intFromEnum(abi.Status.unsupported_isa);
+        if (usable & isa.bit() == 0) return error.UnsupportedIsa;
         break :blk isa;
     };
     kernels = tables[@intFromEnum(choice)].?;
     selected = choice;
-    return @intFromEnum(choice);
+    return choice;
 }
 
 fn best(usable: u32) ?Isa {

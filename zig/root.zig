@@ -1,5 +1,7 @@
 //! Every export of libzigtensor, prefixed `zt_`, and nothing else: each is a thin wrapper over the module
-//! that does the work. Status codes cross the boundary (see `abi.Status`), never panics or Zig errors.
+//! that does the work. Status codes cross the boundary (see `abi.Status`), never panics or Zig errors: the
+//! modules return error unions, and `status` below is the one place an error becomes a code (a function that
+//! returns a pointer returns null for `error.OutOfMemory`).
 //! The binding validates every argument first; the wrappers assume valid input.
 const std = @import("std");
 const options = @import("build_options");
@@ -18,6 +20,18 @@ const layout = @import("movement/layout.zig");
 const quant = @import("movement/quant.zig");
 
 // --- library and ABI ---
+
+/// Every error a module returns to these wrappers.
+const Error = error{ OutOfMemory, UnsupportedIsa };
+
+/// The one mapping from Zig errors to the ABI's status codes.
+fn status(err: Error) i32 {
+    const code: abi.Status = switch (err) {
+        error.OutOfMemory => .out_of_memory,
+        error.UnsupportedIsa => .unsupported_isa,
+    };
+    return @intFromEnum(code);
+}
 
 export fn zt_abi_version() u32 {
     return abi.version;
@@ -38,7 +52,8 @@ export fn zt_checked() u32 {
 
 export fn zt_init(requested_isa: i32) i32 {
     loader.pinInMemory();
-    return dispatch.init(requested_isa);
+    const isa = dispatch.init(requested_isa) catch |err| return status(err);
+    return @intFromEnum(isa);
 }
 
 export fn zt_isa_selected() i32 {
@@ -81,7 +96,7 @@ export fn zt_pool_size_class(bytes: u32) u32 {
 }
 
 export fn zt_arena_create(chunk_bytes: u32) ?*Arena {
-    return Arena.create(chunk_bytes);
+    return Arena.create(std.heap.c_allocator, chunk_bytes) catch null;
 }
 
 export fn zt_arena_destroy(arena: *Arena) u32 {
@@ -89,7 +104,7 @@ export fn zt_arena_destroy(arena: *Arena) u32 {
 }
 
 export fn zt_arena_alloc(arena: *Arena, bytes: u32, zero: u32) ?*anyopaque {
-    return arena.alloc(bytes, zero != 0);
+    return arena.alloc(bytes, zero != 0) catch null;
 }
 
 export fn zt_arena_reset(arena: *Arena) u32 {

@@ -61,10 +61,9 @@ pub fn deinit(arena: *Arena) u32 {
     return overrun;
 }
 
-/// An arena on the C heap over the global pool, for the C ABI; null when out of memory.
-pub fn create(chunk_bytes: u64) ?*Arena {
-    const gpa = std.heap.c_allocator;
-    const arena = gpa.create(Arena) catch return null;
+/// An arena allocated with `gpa` (which also holds its chunk lists) over the global pool.
+pub fn create(gpa: std.mem.Allocator, chunk_bytes: u64) error{OutOfMemory}!*Arena {
+    const arena = try gpa.create(Arena);
     arena.* = .init(gpa, &BufferPool.global, chunk_bytes);
     return arena;
 }
@@ -83,12 +82,12 @@ fn footprint(n: u64) u64 {
     return header_bytes + @max(alignment, std.mem.alignForward(u64, n + trailer_bytes, alignment));
 }
 
-/// A 64-byte aligned block of `n` bytes (asserts n ≤ 2^31 − 1), zeroed if asked; null when out of memory.
-pub fn alloc(arena: *Arena, n: u64, zero: bool) ?[*]align(alignment) u8 {
+/// A 64-byte aligned block of `n` bytes (asserts n ≤ 2^31 − 1), zeroed if asked.
+pub fn alloc(arena: *Arena, n: u64, zero: bool) error{OutOfMemory}![*]align(alignment) u8 {
     std.debug.assert(n <= BufferPool.max_request);
     const need = footprint(n);
     if (need > arena.chunk_bytes) return arena.allocLarge(n, zero);
-    const chunk = arena.chunkWithRoom(need) orelse return null;
+    const chunk = try arena.chunkWithRoom(need);
     const base = chunk.ptr + chunk.used_bytes;
     chunk.used_bytes += need;
     if (checked) {
@@ -102,21 +101,21 @@ pub fn alloc(arena: *Arena, n: u64, zero: bool) ?[*]align(alignment) u8 {
 }
 
 /// A block too large for a chunk is a pool block of its own; the pool's canaries guard it.
-fn allocLarge(arena: *Arena, n: u64, zero: bool) ?[*]align(alignment) u8 {
-    arena.large.ensureUnusedCapacity(arena.gpa, 1) catch return null;
-    const ptr = arena.pool.rent(n, zero) orelse return null;
+fn allocLarge(arena: *Arena, n: u64, zero: bool) error{OutOfMemory}![*]align(alignment) u8 {
+    try arena.large.ensureUnusedCapacity(arena.gpa, 1);
+    const ptr = arena.pool.rent(n, zero) orelse return error.OutOfMemory;
     arena.large.appendAssumeCapacity(.{ .ptr = ptr, .request_bytes = n, .used_bytes = n });
     return ptr;
 }
 
 /// The first chunk from `current` on with `need` bytes free, renting a new one when none has.
-fn chunkWithRoom(arena: *Arena, need: u64) ?*Chunk {
+fn chunkWithRoom(arena: *Arena, need: u64) error{OutOfMemory}!*Chunk {
     while (arena.current < arena.chunks.items.len) : (arena.current += 1) {
         const chunk = &arena.chunks.items[arena.current];
         if (chunk.request_bytes - chunk.used_bytes >= need) return chunk;
     }
-    arena.chunks.ensureUnusedCapacity(arena.gpa, 1) catch return null;
-    const ptr = arena.pool.rent(arena.chunk_bytes, false) orelse return null;
+    try arena.chunks.ensureUnusedCapacity(arena.gpa, 1);
+    const ptr = arena.pool.rent(arena.chunk_bytes, false) orelse return error.OutOfMemory;
     arena.chunks.appendAssumeCapacity(.{ .ptr = ptr, .request_bytes = arena.chunk_bytes, .used_bytes = 0 });
     return &arena.chunks.items[arena.current];
 }
@@ -192,7 +191,7 @@ test "blocks are 64-byte aligned, distinct, and zeroed when asked" {
     defer _ = arena.deinit();
     var previous: usize = 0;
     for ([_]u64{ 0, 1, 63, 64, 65, 200, 0 }) |n| {
-        const ptr = arena.alloc(n, true).?;
+        const ptr = try arena.alloc(n, true);
         try testing.expect(@intFromPtr(ptr) % alignment == 0);
         try testing.expect(@intFromPtr(ptr) > previous);
         for (ptr[0..n]) |byte| try testing.expectEqual(@as(u8, 0), byte);
@@ -207,8 +206,8 @@ test "a full chunk moves on to a new one; a large request gets a block of its ow
     defer pool.trim();
     var arena: Arena = .init(testing.allocator, &pool, 1024);
     defer _ = arena.deinit();
-    for (0..5) |_| _ = arena.alloc(300, false).?;
-    const big = arena.alloc(5000, false).?;
+    for (0..5) |_| _ = try arena.alloc(300, false);
+    const big = try arena.alloc(5000, false);
     @memset(big[0..5000], 1);
     const s = arena.stats();
     try testing.expectEqual(@as(u64, if (checked) 3 else 2), s.chunk_count);
@@ -224,7 +223,7 @@ test "after a warm-up run the same allocation sequence obtains no new memory fro
     const sequence = [_]u64{ 100, 40_000, 7, 1 << 17, 30_000, 64, 90_000, 3 };
     for (0..4) |run| {
         const before = pool.stats();
-        for (sequence) |n| @memset(arena.alloc(n, false).?[0..n], @intCast(run));
+        for (sequence) |n| @memset((try arena.alloc(n, false))[0..n], @intCast(run));
         const after = pool.stats();
         if (run > 0) {
             try testing.expectEqual(before.misses, after.misses);
@@ -240,11 +239,11 @@ test "reset in a CHECKED build finds a block overwritten past its end and poison
     defer pool.trim();
     var arena: Arena = .init(testing.allocator, &pool, 4096);
     defer _ = arena.deinit();
-    const a = arena.alloc(10, false).?;
+    const a = try arena.alloc(10, false);
     try testing.expectEqual(BufferPool.poison_byte, a[0]);
-    const b = arena.alloc(100, false).?;
+    const b = try arena.alloc(100, false);
     b[100 + 6] = 0;
-    const large = arena.alloc(8000, false).?;
+    const large = try arena.alloc(8000, false);
     large[8000 + 2] = 0;
     try testing.expectEqual(@as(u32, 7), arena.reset());
     try testing.expectEqual(BufferPool.poison_byte, b[0]);
@@ -257,7 +256,7 @@ test "retire reports damage once and leaves the canaries whole for the reset" {
     defer pool.trim();
     var arena: Arena = .init(testing.allocator, &pool, 4096);
     defer _ = arena.deinit();
-    const a = arena.alloc(20, true).?;
+    const a = try arena.alloc(20, true);
     a[20] = 1;
     try testing.expectEqual(@as(u32, 1), retire(a, 20));
     try testing.expectEqual(BufferPool.poison_byte, a[0]);
