@@ -140,6 +140,20 @@ test("max, min and argmax keep the first of equal values and report the first Na
   });
 });
 
+test("fast softmax and log-softmax on long rows (the wide contiguous loops) stay within their bounds", () => {
+  const tally = newTally();
+  withPool((pool) => {
+    for (let i = 0; i < 16; i++) {
+      const op = (i % 2) as SoftmaxOp;
+      const shape = [[3, 1000], [2, 4099], [1, 50257], [4, 33]][(i >> 1) % 4];
+      softmaxCase(pool, tally, 610_000 + i, { op, mode: "fast", shape });
+      pool.release();
+    }
+  });
+  assert.deepEqual(tally.failures, []);
+  assert.equal(tally.cases, 16);
+});
+
 test("softmax follows its f64 definition and a NaN row stays NaN", () => {
   withPool((pool) => {
     const a = f32Operand(pool, [1, 2, 3, -1000, 5, NaN, 0, 1]);

@@ -6,9 +6,11 @@
 //! log-softmax y_i = f32((f64(x_i) − f64(m)) − log(s)), with `math.exp` and `math.log`, so the bits are the
 //! same on every ISA and thread count and within 1 ulp of the reference.
 //!
-//! Fast mode: the same steps with `math.expFast` in f32 vectors (x_i − m kept exact as a rounded difference
-//! and its error, the sum and the row's log s still in f64), softmax as e_i · (1/s); within
-//! `math.fast_bounds.softmax` and `math.fast_bounds.log_softmax` of exact mode.
+//! Fast mode: the same steps in f32 vectors with math.expFast's polynomial (x_i − m kept exact as a rounded
+//! difference and its error, the sum and the row's log s still in f64), softmax as e_i · (1/s); within
+//! `math.fast_bounds.softmax` and `math.fast_bounds.log_softmax` of exact mode. A row is read twice (max, then
+//! exponentials and their sum, written once) and softmax's output rescaled in place while it is still in
+//! cache; a row whose maximum is not finite (NaN, +∞, all −∞) is NaN without further work.
 const std = @import("std");
 const abi = @import("../abi.zig");
 const table = @import("table.zig");
@@ -90,51 +92,141 @@ inline fn putPiece(y: [*]f32, line: Line, i: usize, v: V) void {
     }
 }
 
-/// x - m as a rounded difference and its exact rounding error (Knuth's two-sum), so that the error of f32
-/// subtraction does not grow with |x - m| in the exponent.
-inline fn difference(x: V, m: V) struct { hi: V, lo: V } {
+/// Whether this variant's ISA has a fused multiply-add (as in math.zig: without one, a multiply and an add).
+const has_fma = switch (@import("builtin").cpu.arch) {
+    .x86_64 => std.Target.x86.featureSetHas(@import("builtin").cpu.features, .fma),
+    .aarch64 => true,
+    else => false,
+};
+
+inline fn mulAdd(comptime T: type, a: T, b: T, c: T) T {
+    return if (has_fma) @mulAdd(T, a, b, c) else a * b + c;
+}
+
+/// The width of the contiguous loops: 16 lanes where AVX-512 has them (ew.lanes stays at 8 there), else
+/// ew.lanes.
+const wide = if (@import("builtin").cpu.arch == .x86_64 and
+    std.Target.x86.featureSetHas(@import("builtin").cpu.features, .avx512f)) @max(16, lanes) else lanes;
+const W = @Vector(wide, f32);
+const W64 = @Vector(wide, f64);
+
+/// exp(x − m) for a finite row maximum m and x ≤ m (−∞ allowed; no NaN): x − m as a rounded part and its
+/// exact rounding error (Knuth's two-sum), the error then added to the reduced argument, so the exponential's
+/// error does not grow with |x − m|; a difference below `floor` (−104, whose exponential rounds to 0 in f32,
+/// and −∞ or an overflow) is raised to it without an error term. Then math.expFast's steps: n = round((x − m) log2e),
+/// r = (x − m) − n ln2 in two parts, exp(r) by its Taylor polynomial of degree 7, times 2^n in two steps (so
+/// subnormal results come out). Neither overflow nor NaN can occur, so no clamp or NaN select is needed.
+inline fn expBelow(comptime n: usize, x: @Vector(n, f32), m: @Vector(n, f32), floor: @Vector(n, f32)) @Vector(n, f32) {
+    const V_ = @Vector(n, f32);
+    const I = @Vector(n, i32);
+    const raw = x - m;
+    const back = raw - x;
+    const in_range = raw >= floor;
+    const hi = @select(f32, in_range, raw, floor);
+    const lo = @select(f32, in_range, (x - (raw - back)) + (-m - back), @as(V_, @splat(0)));
+    const shifter: V_ = @splat(0x1.8p23);
+    const nf = mulAdd(V_, hi, @splat(1.44269504088896341), shifter) - shifter;
+    var r = hi - nf * @as(V_, @splat(0.693359375));
+    r = (r - nf * @as(V_, @splat(-2.12194440e-4))) + lo;
+    var p: V_ = @splat(1.0 / 5040.0);
+    inline for (.{ 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0 }) |c| p = mulAdd(V_, p, r, @splat(c));
+    const ni: I = @intFromFloat(nf);
+    const half = ni >> @splat(1);
+    const s1: V_ = @bitCast((half + @as(I, @splat(127))) << @splat(23));
+    const s2: V_ = @bitCast((ni - half + @as(I, @splat(127))) << @splat(23));
+    return p * s1 * s2;
+}
+
+/// The row's maximum, or NaN when the row holds a NaN; four independent accumulators.
+fn fastMax(x: [*]const f32, line: Line) f32 {
+    const ninf: W = @splat(-std.math.inf(f32));
+    var acc = [2]W{ ninf, ninf };
+    var nan = @as(@Vector(wide, bool), @splat(false));
+    var i: usize = 0;
+    if (line.stride == 1) {
+        while (i + 2 * wide <= line.len) : (i += 2 * wide) {
+            inline for (0..2) |u| {
+                const v: W = x[i + u * wide ..][0..wide].*;
+                nan = @select(bool, v != v, v != v, nan);
+                acc[u] = @select(f32, v > acc[u], v, acc[u]);
+            }
+        }
+    }
+    var m = @max(@reduce(.Max, acc[0]), @reduce(.Max, acc[1]));
+    var tail: V = @splat(-std.math.inf(f32));
+    var tail_nan = @as(@Vector(lanes, bool), @splat(false));
+    while (i < line.len) : (i += lanes) {
+        const v = piece(x, line, i);
+        tail_nan = @select(bool, v != v, v != v, tail_nan);
+        tail = @select(f32, v > tail, v, tail);
+    }
+    if (@reduce(.Or, nan) or @reduce(.Or, tail_nan)) return std.math.nan(f32);
+    m = @max(m, @reduce(.Max, tail));
+    return m;
+}
+
+/// (x − m) − log s with x − m as a two-sum, its error added last.
+inline fn logDifference(comptime n: usize, x: @Vector(n, f32), max: f32, log_s: f32) @Vector(n, f32) {
+    const m: @Vector(n, f32) = @splat(max);
     const hi = x - m;
     const back = hi - x;
     const lo = (x - (hi - back)) + (-m - back);
-    // Infinite and NaN differences carry no error term (their two-sum residual would be NaN).
-    const finite = @abs(hi) < @as(V, @splat(std.math.inf(f32)));
-    return .{ .hi = hi, .lo = @select(f32, finite, lo, @as(V, @splat(0))) };
+    // −∞ inputs have no error term (their two-sum residual would be NaN).
+    const finite = hi > @as(@Vector(n, f32), @splat(-std.math.inf(f32)));
+    return (hi - @as(@Vector(n, f32), @splat(log_s))) + @select(f32, finite, lo, @as(@Vector(n, f32), @splat(0)));
 }
 
 fn fastRow(comptime op: SoftmaxOp, x: [*]const f32, y: [*]f32, line: Line) void {
-    // Padding lanes hold -inf: they never win the maximum and their exponential is 0.
-    var acc: V = @splat(-std.math.inf(f32));
-    var nan = @as(@Vector(lanes, bool), @splat(false));
+    const max = fastMax(x, line);
     var i: usize = 0;
-    while (i < line.len) : (i += lanes) {
-        const v = piece(x, line, i);
-        nan = @select(bool, v != v, v != v, nan);
-        acc = @select(f32, v > acc, v, acc);
+    if (!std.math.isFinite(max)) {
+        // A NaN, +∞ (∞ − ∞) or a row of −∞ (−∞ − (−∞)) makes every output NaN, as in the definition.
+        while (i < line.len) : (i += lanes) putPiece(y, line, i, @splat(std.math.nan(f32)));
+        return;
     }
-    const m: V = @splat(if (@reduce(.Or, nan)) std.math.nan(f32) else @reduce(.Max, acc));
-    var sum: V64 = @splat(0);
-    i = 0;
+    const m: V = @splat(max);
+    const floor: V = @splat(-104);
+    // Two sums of wide pieces, so that consecutive pieces do not wait on one chain of f64 additions.
+    var sum = [2]W64{ @splat(0), @splat(0) };
+    if (line.stride == 1 and line.out_stride == 1) {
+        const mw: W = @splat(max);
+        const fw: W = @splat(-104);
+        while (i + 2 * wide <= line.len) : (i += 2 * wide) {
+            inline for (0..2) |u| {
+                const e = expBelow(wide, x[i + u * wide ..][0..wide].*, mw, fw);
+                sum[u] += @as(W64, @floatCast(e));
+                if (op == .softmax) y[i + u * wide ..][0..wide].* = e;
+            }
+        }
+    }
+    var tail: V64 = @splat(0);
     while (i < line.len) : (i += lanes) {
-        const d = difference(piece(x, line, i), m);
-        const e = math.expFast(lanes, d.hi) * (@as(V, @splat(1)) + d.lo);
-        sum += @as(V64, @floatCast(e));
+        // Padding lanes read −∞, whose exponential is 0.
+        const e = expBelow(lanes, piece(x, line, i), m, floor);
+        tail += @as(V64, @floatCast(e));
         if (op == .softmax) putPiece(y, line, i, e);
     }
-    const s = @reduce(.Add, sum);
+    const s = @reduce(.Add, sum[0] + sum[1]) + @reduce(.Add, tail);
     i = 0;
     switch (op) {
         .softmax => {
             const r: V = @splat(@floatCast(1 / s));
-            while (i < line.len) : (i += lanes) putPiece(y, line, i, piece(y, .{ .len = line.len, .stride = line.out_stride, .out_stride = line.out_stride }, i) * r);
+            const out: Line = .{ .len = line.len, .stride = line.out_stride, .out_stride = line.out_stride };
+            if (line.out_stride == 1) {
+                const rw: W = @splat(r[0]);
+                while (i + wide <= line.len) : (i += wide) y[i..][0..wide].* = @as(W, y[i..][0..wide].*) * rw;
+            }
+            while (i < line.len) : (i += lanes) putPiece(y, line, i, piece(y, out, i) * r);
         },
         .log_softmax => {
             // Once per row, so the exact f64 logarithm costs nothing; an f32 one would lose log s when s is
-            // within an f32 step of 1 (one dominant element).
-            const log_s: V = @splat(@floatCast(math.log(s)));
-            while (i < line.len) : (i += lanes) {
-                const d = difference(piece(x, line, i), m);
-                putPiece(y, line, i, (d.hi - log_s) + d.lo);
+            // within an f32 step of 1 (one dominant element). x − m again as a two-sum (x ≥ m − 104 is not
+            // needed here: a difference past f32's range is −∞, as in the definition).
+            const log_s: f32 = @floatCast(math.log(s));
+            if (line.stride == 1 and line.out_stride == 1) {
+                while (i + wide <= line.len) : (i += wide) y[i..][0..wide].* = logDifference(wide, x[i..][0..wide].*, max, log_s);
             }
+            while (i < line.len) : (i += lanes) putPiece(y, line, i, logDifference(lanes, piece(x, line, i), max, log_s));
         },
     }
 }
@@ -234,6 +326,27 @@ test "fast softmax is within its bound, strided or not, and NaN rows stay NaN" {
             try testing.expect(@abs(fast[i] - want) <= bound);
             try testing.expectEqual(fast[i], strided[2 * i]);
             try testing.expect(std.math.isNan(fast[len + i]) and std.math.isNan(exact[len + i]));
+        }
+    }
+}
+
+test "fast softmax: extreme maxima, −∞ entries and long contiguous rows stay within the bound" {
+    const len = 5 * 16 + 3;
+    var a: [2 * len]f32 = undefined;
+    for (&a, 0..) |*v, i| v.* = @as(f32, @floatFromInt((i * 53) % 97)) * 1.3 - 60;
+    a[0] = 3e38;
+    a[1] = -3e38;
+    a[2] = 3e38 - 1e32;
+    a[len + 7] = -std.math.inf(f32);
+    a[len + 9] = -std.math.inf(f32);
+    inline for (.{ SoftmaxOp.softmax, .log_softmax }) |op| {
+        var exact: [2 * len]f32 = undefined;
+        var fast: [2 * len]f32 = undefined;
+        softmaxOnce(op, 1, &.{ 2, len }, &.{ len, 1 }, &exact, &a);
+        softmaxOnce(op, 0, &.{ 2, len }, &.{ len, 1 }, &fast, &a);
+        for (exact, fast) |want, got| {
+            const bound = math.fast_bounds.softmax.ulps * @abs(want) * 0x1p-23 + 0x1p-149 + if (op == .log_softmax) math.fast_bounds.log_softmax.abs else 0;
+            try testing.expect(@abs(got - want) <= bound or got == want);
         }
     }
 }
