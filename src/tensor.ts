@@ -30,19 +30,24 @@ import type {
   AttentionOptions,
   AvgPool2dOptions,
   BatchNormOptions,
+  BinaryCrossEntropyOptions,
+  BinaryCrossEntropyWithLogitsOptions,
   Conv2dOptions,
   CtcLossOptions,
   DropoutOptions,
   EmbeddingOptions,
   GruOptions,
   GruResult,
+  KlDivOptions,
   LayerNormOptions,
+  LossOptions,
   LstmOptions,
   LstmResult,
   MaxPool2dResult,
   Pool2dOptions,
   ReduceOptions,
   RnnWeights,
+  SmoothL1LossOptions,
 } from "./ops/mod.ts";
 import type {
   ClampOptions,
@@ -1155,6 +1160,36 @@ export class Tensor {
   /** `ops.crossEntropy(this, targets)`: this holds logits. */
   crossEntropy(targets: Tensor): Tensor {
     return ops.crossEntropy(this, targets);
+  }
+
+  /** `ops.mseLoss(this, target, options)`. */
+  mseLoss(target: Tensor, options?: LossOptions): Tensor {
+    return ops.mseLoss(this, target, options);
+  }
+
+  /** `ops.l1Loss(this, target, options)`. */
+  l1Loss(target: Tensor, options?: LossOptions): Tensor {
+    return ops.l1Loss(this, target, options);
+  }
+
+  /** `ops.smoothL1Loss(this, target, options)`. */
+  smoothL1Loss(target: Tensor, options?: SmoothL1LossOptions): Tensor {
+    return ops.smoothL1Loss(this, target, options);
+  }
+
+  /** `ops.binaryCrossEntropy(this, target, options)`: this holds probabilities. */
+  binaryCrossEntropy(target: Tensor, options?: BinaryCrossEntropyOptions): Tensor {
+    return ops.binaryCrossEntropy(this, target, options);
+  }
+
+  /** `ops.binaryCrossEntropyWithLogits(this, target, options)`: this holds logits. */
+  binaryCrossEntropyWithLogits(target: Tensor, options?: BinaryCrossEntropyWithLogitsOptions): Tensor {
+    return ops.binaryCrossEntropyWithLogits(this, target, options);
+  }
+
+  /** `ops.klDiv(this, target, options)`: this holds log-probabilities. */
+  klDiv(target: Tensor, options?: KlDivOptions): Tensor {
+    return ops.klDiv(this, target, options);
   }
 
   /** `ops.ctcLoss(this, targets, inputLengths, targetLengths, options)`: this holds log-probabilities. */

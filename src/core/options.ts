@@ -61,8 +61,9 @@ export function checkOptions<T extends object>(
   }
   for (const key in options) {
     if (!Object.hasOwn(options, key) || accepted.includes(key)) continue;
-    const spelling = SPELLINGS[key];
-    const hint = spelling !== undefined && accepted.includes(spelling)
+    // PyTorch's snake_case names are camelCase here (count_include_pad → countIncludePad).
+    const spelling = SPELLINGS[key] ?? key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+    const hint = accepted.includes(spelling)
       ? `; zigtensor spells it ${spelling}`
       : Object.hasOwn(elsewhere, key)
       ? `; ${elsewhere[key]}`
