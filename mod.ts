@@ -44,6 +44,7 @@ export type {
   ReduceOptions,
   RnnWeights,
 } from "./src/ops/mod.ts";
+export type { NormOptions, VarOptions } from "./src/ops/mod.ts";
 export type { TensorJson } from "./src/format.ts";
 export { assertClose } from "./src/testing.ts";
 export type { CloseOptions, CloseValues } from "./src/testing.ts";

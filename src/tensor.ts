@@ -42,6 +42,7 @@ import type {
   ReduceOptions,
   RnnWeights,
 } from "./ops/mod.ts";
+import type { NormOptions, VarOptions } from "./ops/mod.ts";
 import { randomFill, type Seed, seedWords } from "./core/random.ts";
 import { formatTensor, type TensorJson, tensorJson } from "./format.ts";
 
@@ -961,6 +962,38 @@ export class Tensor {
   /** The I64 index of the first maximum along `axis`. */
   argmax(axis: number, options: ReduceOptions = {}): Tensor {
     return ops.argmax(this, axis, options);
+  }
+
+  // Reductions added with issue 12.
+
+  /** The I64 index of the first minimum along `axis` (`ops.argmin`). */
+  argmin(axis: number, options: ReduceOptions = {}): Tensor {
+    return ops.argmin(this, axis, options);
+  }
+
+  /** The product over `axis` (all axes by default; `ops.prod`). */
+  prod(axis?: number | readonly number[], options?: ReduceOptions | boolean): Tensor {
+    return ops.prod(this, axis, options);
+  }
+
+  /** The variance over `axis` with `{ correction, keepDims }` (correction 1 by default; `ops.var`). */
+  var(axis?: number | readonly number[], options?: VarOptions): Tensor {
+    return ops.var(this, axis, options);
+  }
+
+  /** The standard deviation over `axis` with `{ correction, keepDims }` (`ops.std`). */
+  std(axis?: number | readonly number[], options?: VarOptions): Tensor {
+    return ops.std(this, axis, options);
+  }
+
+  /** log Σ exp over `axis` (all axes by default; `ops.logsumexp`). */
+  logsumexp(axis?: number | readonly number[], options?: ReduceOptions | boolean): Tensor {
+    return ops.logsumexp(this, axis, options);
+  }
+
+  /** The vector norm with `{ p, axis, keepDims }` (p = 2 by default; `ops.norm`). */
+  norm(options?: NormOptions): Tensor {
+    return ops.norm(this, options);
   }
 
   /** Softmax over `axis` (the last by default). */

@@ -113,6 +113,8 @@ export interface RecordAttributes {
   Max: ReduceAttributes;
   /** A minimum over axes. */
   Min: ReduceAttributes;
+  /** A product over axes. */
+  Prod: ReduceAttributes;
   /** A softmax over one axis, with its input scale. */
   Softmax: { readonly axis: number; readonly scale: number };
   /** A log-softmax over one axis, with its input scale. */

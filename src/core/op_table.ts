@@ -101,6 +101,13 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   max: { kernel: k("reduce", "Max", 2), dtypes: "f32", grad: { record: "Max" } },
   min: { kernel: k("reduce", "Min", 3), dtypes: "f32", grad: { record: "Min" } },
   argmax: { kernel: k("reduce", "ArgMax", 4), dtypes: "f32->i64", grad: "none" },
+  // Reductions added with issue 12 (argmin, prod; the rest are compositions of reductions).
+  argmin: { kernel: k("reduce", "ArgMin", 5), dtypes: "f32->i64", grad: "none" },
+  prod: { kernel: k("reduce", "Prod", 6), dtypes: "f32", grad: { record: "Prod" } },
+  var: { dtypes: "f32", grad: "composed" },
+  std: { dtypes: "f32", grad: "composed" },
+  logsumexp: { dtypes: "f32", grad: "composed" },
+  norm: { dtypes: "f32", grad: "composed" },
   // Softmax family over one axis.
   softmax: { kernel: k("softmax", "Softmax", 0), dtypes: "f32", grad: { record: "Softmax" } },
   logSoftmax: { kernel: k("softmax", "LogSoftmax", 1), dtypes: "f32", grad: { record: "LogSoftmax" } },

@@ -35,6 +35,12 @@ export type OpName =
   | "max"
   | "min"
   | "argmax"
+  | "argmin"
+  | "prod"
+  | "var"
+  | "std"
+  | "logsumexp"
+  | "norm"
   | "softmax"
   | "logSoftmax"
   | "matmul"
@@ -91,6 +97,7 @@ export type RecordKind =
   | "Mean"
   | "Max"
   | "Min"
+  | "Prod"
   | "Softmax"
   | "LogSoftmax"
   | "MatMul"
@@ -134,6 +141,11 @@ export type DifferentiableOp =
   | "mean"
   | "max"
   | "min"
+  | "prod"
+  | "var"
+  | "std"
+  | "logsumexp"
+  | "norm"
   | "softmax"
   | "logSoftmax"
   | "matmul"
@@ -203,6 +215,8 @@ export interface KernelCodes {
     readonly Max: 2;
     readonly Min: 3;
     readonly ArgMax: 4;
+    readonly ArgMin: 5;
+    readonly Prod: 6;
   };
   /** The softmax kernels by name, with their codes. */
   readonly softmax: {

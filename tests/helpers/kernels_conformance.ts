@@ -281,8 +281,10 @@ export function reduceCase(
   force: { shape?: number[]; reduced?: number; mode?: ArithmeticMode; op?: ReduceOp; threads?: number } = {},
 ): Outputs {
   const rng = new Rng(seed);
-  const op = force.op ?? (rng.int(5) as ReduceOp);
-  const shape = force.shape ?? randomShape(rng, { allowEmpty: op <= ReduceOp.Mean });
+  const op = force.op ?? (rng.int(Object.keys(ReduceOp).length) as ReduceOp);
+  const indices = op === ReduceOp.ArgMax || op === ReduceOp.ArgMin;
+  const shape = force.shape ??
+    randomShape(rng, { allowEmpty: op <= ReduceOp.Mean || op === ReduceOp.Prod });
   const reduced = force.reduced ?? rng.int(shape.length + 1);
   const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
   const kept = shape.slice(0, shape.length - reduced);
@@ -292,8 +294,8 @@ export function reduceCase(
     a.data as Float32Array,
     op <= ReduceOp.Mean ? rng.pick(["mixed", "wide", "uniform"] as const) : "ties",
   );
-  const outRef = pool.operand(op === ReduceOp.ArgMax ? "i64" : "f32", randomView(rng, kept));
-  if (op === ReduceOp.ArgMax) (outRef.data as BigInt64Array).fill(-7n);
+  const outRef = pool.operand(indices ? "i64" : "f32", randomView(rng, kept));
+  if (indices) (outRef.data as BigInt64Array).fill(-7n);
   else fillF32(rng, outRef.data as Float32Array, "uniform");
   const outNat = pool.twin(outRef);
   referenceKernels.reduce(op, shape, reduced, outRef, a, settings);

@@ -184,6 +184,77 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f64: ([a]) => R.reduce(a, [1], false, (v) => Math.max(...v)),
     },
   ],
+  // Reductions added with issue 12.
+  prod: [
+    {
+      name: "prod (axis)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.prod(a, 1),
+      f64: ([a]) => R.reduce(a, [1], false, (v) => v.reduce((s, x) => s * x, 1)),
+    },
+    {
+      name: "prod with one zero and two zeros per row",
+      shapes: [[2, 3]],
+      f32: ([a]) => ops.prod(ops.mul(a, Tensor.from([[1, 0, 1], [0, 1, 0]])), 1, { keepDims: true }),
+      f64: ([a]) =>
+        R.reduce(
+          R.zip(a, R.f64([2, 3], [1, 0, 1, 0, 1, 0]), (x, m) => x * m),
+          [1],
+          true,
+          (v) => v.reduce((s, x) => s * x, 1),
+        ),
+    },
+  ],
+  var: [
+    {
+      name: "var (axes, correction 1)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.var(a, 1),
+      f64: ([a]) => R.reduce(a, [1], false, (v) => varianceOf(v, 1)),
+    },
+    {
+      name: "var (all, correction 0, keepDims)",
+      shapes: [[2, 3]],
+      f32: ([a]) => ops.var(a, undefined, { correction: 0, keepDims: true }),
+      f64: ([a]) => R.reduce(a, [0, 1], true, (v) => varianceOf(v, 0)),
+    },
+  ],
+  std: [
+    {
+      name: "std",
+      shapes: [[4, 3]],
+      f32: ([a]) => ops.std(a, 0),
+      f64: ([a]) => R.reduce(a, [0], false, (v) => Math.sqrt(varianceOf(v, 1))),
+    },
+  ],
+  logsumexp: [
+    {
+      name: "logsumexp",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.logsumexp(a, 1),
+      f64: ([a]) => R.reduce(a, [1], false, (v) => Math.log(v.reduce((s, x) => s + Math.exp(x), 0))),
+    },
+  ],
+  norm: [
+    {
+      name: "norm (p 2, all)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.norm(a),
+      f64: ([a]) => R.reduce(a, [0, 1], false, (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0))),
+    },
+    {
+      name: "norm (p 1, axis)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.norm(a, { p: 1, axis: 1 }),
+      f64: ([a]) => R.reduce(a, [1], false, (v) => v.reduce((s, x) => s + Math.abs(x), 0)),
+    },
+    {
+      name: "norm (p Infinity, keepDims)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.norm(a, { p: Infinity, axis: 0, keepDims: true }),
+      f64: ([a]) => R.reduce(a, [0], true, (v) => Math.max(...v.map(Math.abs))),
+    },
+  ],
   softmax: [
     {
       name: "softmax",
@@ -499,4 +570,10 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
 /** The differentiable operators of the table, by walking it. */
 export function differentiableOps(): DifferentiableOp[] {
   return (Object.keys(OPS) as OpName[]).filter((op): op is DifferentiableOp => OPS[op].grad !== "none");
+}
+
+/** The variance of `v` with `correction` (the f64 reference of `var` and `std`). */
+function varianceOf(v: number[], correction: number): number {
+  const m = v.reduce((s, x) => s + x, 0) / v.length;
+  return v.reduce((s, x) => s + (x - m) * (x - m), 0) / (v.length - correction);
 }

@@ -47,11 +47,13 @@ pub const ReduceOp = enum(i32) {
     max = 2, // ops.max
     min = 3, // ops.min
     arg_max = 4, // ops.argmax
+    arg_min = 5, // ops.argmin
+    prod = 6, // ops.prod
 
     /// Whether the op writes I64 indices: its dtype rule is `f32->i64`.
     pub fn writesI64(op: ReduceOp) bool {
         return switch (op) {
-            .arg_max => true,
+            .arg_max, .arg_min => true,
             else => false,
         };
     }
