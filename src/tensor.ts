@@ -42,7 +42,7 @@ import type {
   ReduceOptions,
   RnnWeights,
 } from "./ops/mod.ts";
-import type { NormOptions, VarOptions } from "./ops/mod.ts";
+import type { NormOptions, ValuesAndIndices, VarOptions } from "./ops/mod.ts";
 import { randomFill, type Seed, seedWords } from "./core/random.ts";
 import { formatTensor, type TensorJson, tensorJson } from "./format.ts";
 
@@ -994,6 +994,48 @@ export class Tensor {
   /** The vector norm with `{ p, axis, keepDims }` (p = 2 by default; `ops.norm`). */
   norm(options?: NormOptions): Tensor {
     return ops.norm(this, options);
+  }
+
+  // Indexing along an axis (issue 12).
+
+  /** The elements at `index` along `axis` (`ops.gather`, `torch.gather`). */
+  gather(axis: number, index: Tensor): Tensor {
+    return ops.gather(this, axis, index);
+  }
+
+  /** A copy with `src` added at `index` along `axis` (`ops.scatterAdd`, PyTorch's `scatter_add`). */
+  scatterAdd(axis: number, index: Tensor, src: Tensor): Tensor {
+    return ops.scatterAdd(this, axis, index, src);
+  }
+
+  /** The slices at the 1-D `index` along `axis` (`ops.indexSelect`, `torch.index_select`). */
+  indexSelect(axis: number, index: Tensor): Tensor {
+    return ops.indexSelect(this, axis, index);
+  }
+
+  /** The running sum along `axis` (`ops.cumsum`). */
+  cumsum(axis: number): Tensor {
+    return ops.cumsum(this, axis);
+  }
+
+  /** The maximum along `axis` with its I64 index, as `torch.max(x, dim)` (`ops.maxWithIndices`). */
+  maxWithIndices(axis: number, options?: ReduceOptions | boolean): ValuesAndIndices {
+    return ops.maxWithIndices(this, axis, options);
+  }
+
+  /** The minimum along `axis` with its I64 index, as `torch.min(x, dim)` (`ops.minWithIndices`). */
+  minWithIndices(axis: number, options?: ReduceOptions | boolean): ValuesAndIndices {
+    return ops.minWithIndices(this, axis, options);
+  }
+
+  /** Views along `axis` of the given extent or extents (`ops.split`, `torch.split`). */
+  split(sizeOrSizes: number | readonly number[], axis = 0): Tensor[] {
+    return ops.split(this, sizeOrSizes, axis);
+  }
+
+  /** `n` views along `axis` (`ops.chunk`, `torch.chunk`). */
+  chunk(n: number, axis = 0): Tensor[] {
+    return ops.chunk(this, n, axis);
   }
 
   /** Softmax over `axis` (the last by default). */

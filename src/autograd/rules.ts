@@ -11,6 +11,7 @@ import { allocate, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
 import { mean, prod, sum } from "../ops/reduce.ts";
+import { cumsum, gather, scatterAdd } from "../ops/indexing.ts";
 import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
 import { cast, copyInto } from "../ops/copy.ts";
 import { exp } from "../ops/elementwise.ts";
@@ -164,6 +165,18 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   Min: (r, g) => maxBackward(r, g),
   // g times the product of the other elements (slots: input, output; see prodBackward).
   Prod: (r, g) => [prodBackward(r, g)],
+  // g added into zeros at the gathered positions (slot 0: the index).
+  Gather: (r, g) => {
+    const zeros = allocate("backward", r.inputShape(0), DType.F32, true, { scoped: true });
+    return [scatterAdd(zeros, r.attrs.axis, r.savedTensor(0), g)];
+  },
+  // g for the input; g gathered at the index for src (slot 0: the index).
+  ScatterAdd: (r, g) => [
+    r.needsGrad(0) ? g : null,
+    r.needsGrad(1) ? gather(g, r.attrs.axis, r.savedTensor(0)) : null,
+  ],
+  // The running sum of g from the end.
+  CumSum: (r, g) => [flip(cumsum(flip(g, r.attrs.axis), r.attrs.axis), r.attrs.axis)],
   // d|x| = g·sign(x), 0 at 0 (slot 0: x).
   Abs: (r, g) => {
     const x = r.savedTensor(0);

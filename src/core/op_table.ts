@@ -26,6 +26,7 @@ export const KERNEL_FAMILIES = {
   unary: { symbol: "zt_unary_f32", zigEnum: "UnaryOp" },
   reduce: { symbol: "zt_reduce_f32", zigEnum: "ReduceOp" },
   softmax: { symbol: "zt_softmax_f32", zigEnum: "SoftmaxOp" },
+  index: { symbol: "zt_index_f32", zigEnum: "IndexOp" },
 } as const;
 
 /** A kernel family of the seam. */
@@ -111,6 +112,16 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   // Softmax family over one axis.
   softmax: { kernel: k("softmax", "Softmax", 0), dtypes: "f32", grad: { record: "Softmax" } },
   logSoftmax: { kernel: k("softmax", "LogSoftmax", 1), dtypes: "f32", grad: { record: "LogSoftmax" } },
+  // Indexing along an axis and the running sum (issue 12).
+  gather: { kernel: k("index", "Gather", 0), dtypes: "f32", grad: { record: "Gather" } },
+  scatterAdd: { kernel: k("index", "ScatterAdd", 1), dtypes: "f32", grad: { record: "ScatterAdd" } },
+  cumsum: { kernel: k("index", "CumSum", 2), dtypes: "f32", grad: { record: "CumSum" } },
+  indexSelect: { dtypes: "f32", grad: { record: "Gather" } },
+  maxWithIndices: { dtypes: "f32", grad: "composed" },
+  minWithIndices: { dtypes: "f32", grad: "composed" },
+  stack: { dtypes: "any", grad: "composed" },
+  split: { dtypes: "any", grad: "composed" },
+  chunk: { dtypes: "any", grad: "composed" },
   // Linear algebra and layers.
   matmul: { dtypes: "f32", grad: { record: "MatMul" } },
   linear: { dtypes: "f32", grad: "composed" },

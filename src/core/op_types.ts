@@ -43,6 +43,15 @@ export type OpName =
   | "norm"
   | "softmax"
   | "logSoftmax"
+  | "gather"
+  | "scatterAdd"
+  | "cumsum"
+  | "indexSelect"
+  | "maxWithIndices"
+  | "minWithIndices"
+  | "stack"
+  | "split"
+  | "chunk"
   | "matmul"
   | "linear"
   | "maxPool2d"
@@ -100,6 +109,9 @@ export type RecordKind =
   | "Prod"
   | "Softmax"
   | "LogSoftmax"
+  | "Gather"
+  | "ScatterAdd"
+  | "CumSum"
   | "MatMul"
   | "MaxPool2d"
   | "AvgPool2d"
@@ -148,6 +160,15 @@ export type DifferentiableOp =
   | "norm"
   | "softmax"
   | "logSoftmax"
+  | "gather"
+  | "scatterAdd"
+  | "cumsum"
+  | "indexSelect"
+  | "maxWithIndices"
+  | "minWithIndices"
+  | "stack"
+  | "split"
+  | "chunk"
   | "matmul"
   | "linear"
   | "maxPool2d"
@@ -222,5 +243,11 @@ export interface KernelCodes {
   readonly softmax: {
     readonly Softmax: 0;
     readonly LogSoftmax: 1;
+  };
+  /** The index kernels by name, with their codes. */
+  readonly index: {
+    readonly Gather: 0;
+    readonly ScatterAdd: 1;
+    readonly CumSum: 2;
   };
 }

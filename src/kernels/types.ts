@@ -7,6 +7,7 @@
  *
  * @module
  */
+import type { IndexKernel } from "./indexing.ts";
 import type { NativePointer } from "../native/symbols.ts";
 import type { DType, TypedArray } from "../core/dtype.ts";
 import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table.ts";
@@ -216,5 +217,11 @@ export interface OptimizerKernels {
   readonly optimizerStep: OptimizerStepKernel;
 }
 
-/** A complete kernel set: compute, data movement and the optimizer update. */
-export type KernelSet = TensorKernels & MovementKernels & BlockKernels & OptimizerKernels;
+/** The indexing kernel: gather, scatter-add and cumsum along one axis (src/kernels/indexing.ts). */
+export interface IndexKernels {
+  /** One gather, scatter-add or cumsum; false when an index is out of range (nothing written). */
+  readonly index: IndexKernel;
+}
+
+/** A complete kernel set: compute, data movement, the optimizer update and indexing. */
+export type KernelSet = TensorKernels & MovementKernels & BlockKernels & OptimizerKernels & IndexKernels;

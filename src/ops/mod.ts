@@ -32,6 +32,17 @@ export { argmax, logSoftmax, max, mean, min, softmax, sum } from "./reduce.ts";
 export type { ReduceOptions } from "./reduce.ts";
 export { argmin, logsumexp, norm, prod, std, var } from "./reduce.ts";
 export type { NormOptions, VarOptions } from "./reduce.ts";
+export {
+  cumsum,
+  gather,
+  indexSelect,
+  maxWithIndices,
+  minWithIndices,
+  scatterAdd,
+  stack,
+} from "./indexing.ts";
+export { chunk, split } from "./views.ts";
+export type { ValuesAndIndices } from "./indexing.ts";
 export { linear, matmul } from "./linalg.ts";
 export { attention, concat, crossEntropy, embedding, maxPool2d, nllLoss } from "./nn.ts";
 export type { AttentionOptions, EmbeddingOptions, Pool2dOptions } from "./nn.ts";

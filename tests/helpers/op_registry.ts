@@ -255,6 +255,87 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f64: ([a]) => R.reduce(a, [0], true, (v) => Math.max(...v.map(Math.abs))),
     },
   ],
+  // Indexing along an axis (issue 12).
+  gather: [
+    {
+      name: "gather (axis 1, repeated indices)",
+      shapes: [[2, 3]],
+      f32: ([a]) => ops.gather(a, 1, Tensor.from([[2, 2, 0, 1], [1, 0, 0, 0]], { dtype: DType.I64 })),
+      f64: ([a]) => R.build([2, 4], ([i, j]) => a.data[i * 3 + [[2, 2, 0, 1], [1, 0, 0, 0]][i][j]]),
+    },
+  ],
+  indexSelect: [
+    {
+      name: "indexSelect (axis 0, I32)",
+      shapes: [[3, 2]],
+      f32: ([a]) => ops.indexSelect(a, 0, Tensor.from([2, 0, 2], { dtype: DType.I32 })),
+      f64: ([a]) => R.build([3, 2], ([i, j]) => a.data[[2, 0, 2][i] * 2 + j]),
+    },
+  ],
+  scatterAdd: [
+    {
+      name: "scatterAdd (axis 0, repeated indices)",
+      shapes: [[3, 2], [2, 2]],
+      f32: ([a, s]) => ops.scatterAdd(a, 0, Tensor.from([[2, 0], [2, 2]], { dtype: DType.I64 }), s),
+      f64: ([a, s]) =>
+        R.build([3, 2], ([i, j]) => {
+          const ids = [[2, 0], [2, 2]];
+          let v = a.data[i * 2 + j];
+          for (let k = 0; k < 2; k++) if (ids[k][j] === i) v += s.data[k * 2 + j];
+          return v;
+        }),
+    },
+  ],
+  stack: [
+    {
+      name: "stack (new last axis)",
+      shapes: [[2, 3], [2, 3]],
+      f32: ([a, b]) => ops.stack([a, b], -1),
+      f64: ([a, b]) => R.build([2, 3, 2], ([i, j, k]) => (k === 0 ? a : b).data[i * 3 + j]),
+    },
+  ],
+  split: [
+    {
+      name: "split (sizes, axis 1)",
+      shapes: [[2, 5]],
+      f32: ([a]) => ops.split(a, [2, 3], 1)[1],
+      f64: ([a]) => R.build([2, 3], ([i, j]) => a.data[i * 5 + 2 + j]),
+    },
+  ],
+  chunk: [
+    {
+      name: "chunk (last piece shorter)",
+      shapes: [[5, 2]],
+      f32: ([a]) => ops.chunk(a, 2)[1],
+      f64: ([a]) => R.build([2, 2], ([i, j]) => a.data[(3 + i) * 2 + j]),
+    },
+  ],
+  maxWithIndices: [
+    {
+      name: "maxWithIndices (values)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.maxWithIndices(a, 1).values,
+      f64: ([a]) => R.reduce(a, [1], false, (v) => Math.max(...v)),
+    },
+  ],
+  minWithIndices: [
+    {
+      name: "minWithIndices (values, keepDims)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.minWithIndices(a, 0, { keepDims: true }).values,
+      f64: ([a]) => R.reduce(a, [0], true, (v) => Math.min(...v)),
+    },
+  ],
+  cumsum: [
+    {
+      name: "cumsum (axis 1)",
+      shapes: [[2, 4]],
+      f32: ([a]) => ops.cumsum(a, 1),
+      f64: ([a]) =>
+        R.build([2, 4], ([i, j]) => a.data.slice(i * 4, i * 4 + j + 1).reduce((x, y) => x + y, 0)),
+      strided: true,
+    },
+  ],
   softmax: [
     {
       name: "softmax",

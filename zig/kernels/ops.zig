@@ -64,3 +64,10 @@ pub const SoftmaxOp = enum(i32) {
     softmax = 0, // ops.softmax
     log_softmax = 1, // ops.logSoftmax
 };
+
+/// The `index` kernels (`zt_index_f32`), by the codes of the op table.
+pub const IndexOp = enum(i32) {
+    gather = 0, // ops.gather
+    scatter_add = 1, // ops.scatterAdd
+    cum_sum = 2, // ops.cumsum
+};

@@ -1,0 +1,281 @@
+/**
+ * Indexing along one axis (`gather`, `scatterAdd`, `indexSelect`), the running sum (`cumsum`) and the
+ * reductions that return their indices (`maxWithIndices`, `minWithIndices`), as PyTorch's `torch.gather`,
+ * `scatter_add`, `index_select`, `cumsum` and `torch.max(x, dim)`. One native call each
+ * (`zig/kernels/index.zig`); indices are I64 or I32, and one outside the axis is a `TensorShapeError` that
+ * names the op, the index and the bound, raised before anything is written.
+ *
+ * @module
+ */
+import { DType, dtypeInfo } from "../core/dtype.ts";
+import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { formatShape, normalizeAxis } from "../core/shape.ts";
+import { computeSettings, kernels } from "../context.ts";
+import { allocate, type Tensor } from "../tensor.ts";
+import { IndexOp } from "../kernels/indexing.ts";
+import { recordOp } from "../autograd/record.ts";
+import { checkF32, checkTensor, newOutput } from "./elementwise.ts";
+import { expand, reshape, squeeze, unsqueeze } from "./views.ts";
+import { concat } from "./nn.ts";
+import { argmax, argmin, keepDimsOf, type ReduceOptions } from "./reduce.ts";
+
+/** `index` checked to be a plain I64 or I32 tensor. */
+function checkIndex(op: string, index: Tensor): void {
+  checkTensor(op, "index", index);
+  if ((index.dtype !== DType.I64 && index.dtype !== DType.I32) || index.blockSize > 0) {
+    throw new DTypeError(op, `index must be an I64 or I32 tensor, got ${dtypeInfo(index.dtype).name}`);
+  }
+}
+
+/** The error for an index outside [0, bound); reads the index only on this error path, to name the value. */
+function outOfRange(op: string, index: Tensor, bound: number, axis: number, shape: readonly number[]): never {
+  const values = Array.from(index.toArray() as ArrayLike<number | bigint>, Number);
+  const position = values.findIndex((v) => v < 0 || v >= bound);
+  throw new TensorShapeError(
+    op,
+    `index ${values[position]} at position ${position} is out of range for axis ${axis} of extent ${bound} ` +
+      `(shape ${formatShape(shape)}); indices must lie in [0, ${bound})`,
+    [shape, index.shape],
+  );
+}
+
+/** Every axis but `axis` of `index` must fit in `t` (PyTorch's rule for gather and scatter). */
+function checkFits(op: string, name: string, t: Tensor, index: Tensor, axis: number): void {
+  if (index.rank !== t.rank || index.shape.some((e, d) => d !== axis && e > t.shape[d])) {
+    throw new TensorShapeError(
+      op,
+      `index ${formatShape(index.shape)} must have the rank of ${name} ${
+        formatShape(t.shape)
+      } and no larger ` +
+        `extent on any axis but ${axis}`,
+      [t.shape, index.shape],
+    );
+  }
+}
+
+function gatherAs(op: string, x: Tensor, axis: number, index: Tensor): Tensor {
+  checkF32(op, x);
+  checkIndex(op, index);
+  const a = normalizeAxis(op, axis, x.rank, x.shape);
+  checkFits(op, "the input", x, index, a);
+  const out = newOutput(op, index.shape);
+  const ok = kernels().index(
+    IndexOp.Gather,
+    index.shape,
+    a,
+    x.shape[a],
+    x.operand(op, x.strides),
+    out.operand(op, out.strides),
+    index.operand(op, index.strides),
+    computeSettings(),
+  );
+  if (!ok) outOfRange(op, index, x.shape[a], a, x.shape);
+  return recordOp("gather", out, [x], { saved: [index], attrs: { axis: a } });
+}
+
+/**
+ * `out[i][j][k] = x[i][index[i][j][k]][k]` for `axis` 1 (and so on), as `torch.gather`: `index` (I64 or I32) has
+ * the rank of `x`, no larger extent on the other axes, and gives the output its shape. The gradient adds `g`
+ * into the gathered positions.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[1, 2], [3, 4]]);
+ * using index = Tensor.from([[0, 0], [1, 0]], { dtype: DType.I64 });
+ * using out = ops.gather(x, 1, index);
+ * assert.deepEqual(out.toNested(), [[1, 1], [4, 3]]);
+ * ```
+ */
+export function gather(x: Tensor, axis: number, index: Tensor): Tensor {
+  return gatherAs("gather", x, axis, index);
+}
+
+/**
+ * The slices of `x` at the positions `index` (a 1-D I64 or I32 tensor) along `axis`, as `torch.index_select`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[1, 2, 3], [4, 5, 6]]);
+ * using cols = x.indexSelect(1, Tensor.from([2, 0], { dtype: DType.I32 }));
+ * assert.deepEqual(cols.toNested(), [[3, 1], [6, 4]]);
+ * ```
+ */
+export function indexSelect(x: Tensor, axis: number, index: Tensor): Tensor {
+  checkF32("indexSelect", x);
+  checkIndex("indexSelect", index);
+  if (index.rank !== 1) {
+    throw new TensorShapeError("indexSelect", `index must be 1-D, got ${formatShape(index.shape)}`, [
+      index.shape,
+    ]);
+  }
+  const a = normalizeAxis("indexSelect", axis, x.rank, x.shape);
+  const shape = x.shape.map((e, d) => (d === a ? index.shape[0] : e));
+  // The index along `axis`, broadcast over the other axes: a gather.
+  const spread = expand(reshape(index, x.shape.map((_, d) => (d === a ? index.shape[0] : 1))), shape);
+  return gatherAs("indexSelect", x, a, spread);
+}
+
+/**
+ * A copy of `x` with `src[i][j][k]` added at `[i][index[i][j][k]][k]` for `axis` 1 (and so on), as
+ * `Tensor.scatter_add`: `index` has the shape of `src` and no larger extent than `x` on the other axes;
+ * repeated indices add up, in row-major order of `index`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.zeros([3]);
+ * using index = Tensor.from([0, 2, 0], { dtype: DType.I64 });
+ * using out = ops.scatterAdd(x, 0, index, Tensor.from([1, 2, 3]));
+ * assert.deepEqual(out.toNested(), [4, 0, 2]);
+ * ```
+ */
+export function scatterAdd(x: Tensor, axis: number, index: Tensor, src: Tensor): Tensor {
+  const op = "scatterAdd";
+  checkF32(op, x, src);
+  checkIndex(op, index);
+  const a = normalizeAxis(op, axis, x.rank, x.shape);
+  checkFits(op, "the input", x, index, a);
+  if (src.rank !== index.rank || src.shape.some((e, d) => e !== index.shape[d])) {
+    throw new TensorShapeError(
+      op,
+      `src ${formatShape(src.shape)} must have the shape of index ${formatShape(index.shape)}`,
+      [src.shape, index.shape],
+    );
+  }
+  const out = allocate(op, x.shape, DType.F32, false, { scoped: true });
+  const settings = computeSettings();
+  kernels().copy(4, x.shape, out.operand(op, out.strides), x.operand(op, x.strides), settings);
+  const ok = kernels().index(
+    IndexOp.ScatterAdd,
+    index.shape,
+    a,
+    x.shape[a],
+    out.operand(op, out.strides),
+    src.operand(op, src.strides),
+    index.operand(op, index.strides),
+    settings,
+  );
+  if (!ok) {
+    out.dispose();
+    outOfRange(op, index, x.shape[a], a, x.shape);
+  }
+  return recordOp(op, out, [x, src], { saved: [index], attrs: { axis: a } });
+}
+
+/**
+ * The running sum along `axis`, as `torch.cumsum`: each output adds in f64 in ascending order and rounds once.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[1, 2, 3], [4, 5, 6]]);
+ * using c = x.cumsum(1);
+ * assert.deepEqual(c.toNested(), [[1, 3, 6], [4, 9, 15]]);
+ * ```
+ */
+export function cumsum(x: Tensor, axis: number): Tensor {
+  checkF32("cumsum", x);
+  // A rank-0 tensor is its own running sum (axis 0 or −1), as PyTorch.
+  if (x.rank === 0) return reshape(cumsum(reshape(x, [1]), normalizeAxis("cumsum", axis, 1, [1])), []);
+  const a = normalizeAxis("cumsum", axis, x.rank, x.shape);
+  const out = newOutput("cumsum", x.shape);
+  kernels().index(
+    IndexOp.CumSum,
+    x.shape,
+    a,
+    0,
+    x.operand("cumsum", x.strides),
+    out.operand("cumsum", out.strides),
+    null,
+    computeSettings(),
+  );
+  return recordOp("cumsum", out, [x], { attrs: { axis: a } });
+}
+
+/** The values and I64 indices of a reduction along one axis (PyTorch's `torch.max(x, dim)` result). */
+export interface ValuesAndIndices {
+  /** The maxima (or minima). */
+  readonly values: Tensor;
+  /** Their positions along the axis: the first maximum, or the first NaN. */
+  readonly indices: Tensor;
+}
+
+function extremeWithIndices(
+  op: "maxWithIndices" | "minWithIndices",
+  x: Tensor,
+  axis: number,
+  options: ReduceOptions | boolean | undefined,
+): ValuesAndIndices {
+  checkF32(op, x);
+  const keepDims = keepDimsOf(op, options);
+  const a = normalizeAxis(op, axis, x.rank, x.shape);
+  const indices = (op === "maxWithIndices" ? argmax : argmin)(x, a, { keepDims: true });
+  const values = gatherAs(op, x, a, indices);
+  return keepDims ? { values, indices } : { values: squeeze(values, a), indices: squeeze(indices, a) };
+}
+
+/**
+ * The maximum along `axis` with its index, as `torch.max(x, dim)`: `{ values, indices }` (I64, the first
+ * maximum or the first NaN). The gradient goes to that one position only, as PyTorch's.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[1, 5, 5], [7, 0, 2]]);
+ * const { values, indices } = ops.maxWithIndices(x, 1);
+ * assert.deepEqual(values.toNested(), [5, 7]);
+ * assert.deepEqual([...(indices.toArray() as BigInt64Array)], [1n, 0n]);
+ * values.dispose();
+ * indices.dispose();
+ * ```
+ */
+export function maxWithIndices(x: Tensor, axis: number, options?: ReduceOptions | boolean): ValuesAndIndices {
+  return extremeWithIndices("maxWithIndices", x, axis, options);
+}
+
+/** The minimum along `axis` with its index, as `torch.min(x, dim)` (see `maxWithIndices`). */
+export function minWithIndices(x: Tensor, axis: number, options?: ReduceOptions | boolean): ValuesAndIndices {
+  return extremeWithIndices("minWithIndices", x, axis, options);
+}
+
+/**
+ * Joins tensors of one shape along a new axis `axis` (0 by default; negative counts from the end of the
+ * result), as `torch.stack`: a concatenation of their `unsqueeze`d views, so it passes gradients back.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using a = Tensor.from([1, 2]);
+ * using b = Tensor.from([3, 4]);
+ * using rows = ops.stack([a, b]);
+ * using cols = ops.stack([a, b], -1);
+ * assert.deepEqual([rows.toNested(), cols.toNested()], [[[1, 2], [3, 4]], [[1, 3], [2, 4]]]);
+ * ```
+ */
+export function stack(tensors: readonly Tensor[], axis = 0): Tensor {
+  if (!Array.isArray(tensors) || tensors.length === 0) {
+    throw new TensorShapeError("stack", "stack needs a non-empty array of tensors");
+  }
+  tensors.forEach((t) => checkTensor("stack", "each entry of the array of Tensors", t));
+  const list: readonly Tensor[] = tensors;
+  const shape = list[0].shape;
+  for (const t of list) {
+    if (t.rank !== shape.length || t.shape.some((e, d) => e !== shape[d])) {
+      throw new TensorShapeError(
+        "stack",
+        `every tensor must have the same shape, got ${formatShape(shape)} and ${formatShape(t.shape)}`,
+        [shape, t.shape],
+      );
+    }
+  }
+  const a = normalizeAxis("stack", axis, shape.length + 1, [...shape, 1]);
+  return concat(list.map((t) => unsqueeze(t, a)), a);
+}
