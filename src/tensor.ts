@@ -1038,6 +1038,16 @@ export class Tensor {
     return ops.chunk(this, n, axis);
   }
 
+  /** I64 one-hot rows of these integer labels (`ops.oneHot`, `F.one_hot`). */
+  oneHot(numClasses = -1): Tensor {
+    return ops.oneHot(this, numClasses);
+  }
+
+  /** Tiled `reps[i]` times along each axis (`ops.repeat`, `Tensor.repeat`). */
+  repeat(reps: readonly number[]): Tensor {
+    return ops.repeat(this, reps);
+  }
+
   /** Softmax over `axis` (the last by default). */
   softmax(axis = -1): Tensor {
     return ops.softmax(this, axis);

@@ -105,3 +105,20 @@ test("split and chunk are views that cover the axis; stack adds an axis; bad siz
   assert.throws(() => ops.stack([t, other]), /same shape/);
   assert.throws(() => ops.stack([]), TensorShapeError);
 });
+
+test("repeat tiles with leading axes; oneHot checks its labels and infers numClasses", () => {
+  using x = Tensor.from([[1, 2]]);
+  using r = x.repeat([2, 1, 2]);
+  assert.deepEqual(r.toNested(), [[[1, 2, 1, 2]], [[1, 2, 1, 2]]]);
+  assert.throws(() => x.repeat([2]), /at least one per axis/);
+  using labels = Tensor.from([[1, 0], [3, 1]], { dtype: DType.I32 });
+  using hot = labels.oneHot();
+  assert.equal(hot.dtype, DType.I64);
+  assert.deepEqual(hot.shape, [2, 2, 4]);
+  assert.deepEqual([...(hot.toArray() as BigInt64Array)].slice(8, 12), [0n, 0n, 0n, 1n]);
+  assert.throws(() => labels.oneHot(3), /oneHot.*label 3 is out of range for 3 classes/);
+  using negative = Tensor.from([-2], { dtype: DType.I64 });
+  assert.throws(() => ops.oneHot(negative, 4), /label -2/);
+  using floats = Tensor.from([1]);
+  assert.throws(() => ops.oneHot(floats, 2), /I64 or I32/);
+});

@@ -122,6 +122,8 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   stack: { dtypes: "any", grad: "composed" },
   split: { dtypes: "any", grad: "composed" },
   chunk: { dtypes: "any", grad: "composed" },
+  repeat: { dtypes: "any", grad: "composed" },
+  oneHot: { dtypes: "any", grad: "none" },
   // Linear algebra and layers.
   matmul: { dtypes: "f32", grad: { record: "MatMul" } },
   linear: { dtypes: "f32", grad: "composed" },

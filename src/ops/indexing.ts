@@ -11,13 +11,14 @@ import { DType, dtypeInfo } from "../core/dtype.ts";
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { computeSettings, kernels } from "../context.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { allocate, Tensor } from "../tensor.ts";
 import { IndexOp } from "../kernels/indexing.ts";
 import { recordOp } from "../autograd/record.ts";
-import { checkF32, checkTensor, newOutput } from "./elementwise.ts";
+import { checkF32, checkTensor, eq, newOutput } from "./elementwise.ts";
+import { cast } from "./copy.ts";
 import { expand, reshape, squeeze, unsqueeze } from "./views.ts";
 import { concat } from "./nn.ts";
-import { argmax, argmin, keepDimsOf, type ReduceOptions } from "./reduce.ts";
+import { argmax, argmin, keepDimsOf, max, min, type ReduceOptions } from "./reduce.ts";
 
 /** `index` checked to be a plain I64 or I32 tensor. */
 function checkIndex(op: string, index: Tensor): void {
@@ -278,4 +279,80 @@ export function stack(tensors: readonly Tensor[], axis = 0): Tensor {
   }
   const a = normalizeAxis("stack", axis, shape.length + 1, [...shape, 1]);
   return concat(list.map((t) => unsqueeze(t, a)), a);
+}
+
+/**
+ * `x` tiled `reps[i]` times along each axis, as `Tensor.repeat`: `reps` has at least `x`'s rank (extra entries
+ * add leading axes). An expand and a reshape (a copy), so it passes gradients back (summed over the copies).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[1, 2]]);
+ * using r = x.repeat([2, 2]);
+ * assert.deepEqual(r.toNested(), [[1, 2, 1, 2], [1, 2, 1, 2]]);
+ * ```
+ */
+export function repeat(x: Tensor, reps: readonly number[]): Tensor {
+  checkTensor("repeat", "the input", x);
+  if (!Array.isArray(reps) || reps.some((r) => !Number.isInteger(r) || r < 0) || reps.length < x.rank) {
+    throw new TensorShapeError(
+      "repeat",
+      `reps must be non-negative integers, at least one per axis of ${formatShape(x.shape)}, got ` +
+        JSON.stringify(reps),
+      [x.shape],
+    );
+  }
+  const shape = [...Array(reps.length - x.rank).fill(1), ...x.shape];
+  // [1, s0, 1, s1, ...] expanded to [r0, s0, r1, s1, ...], then merged pairwise.
+  const spread = reshape(x, shape.flatMap((s) => [1, s]));
+  const tiled = expand(spread, shape.flatMap((s, i) => [reps[i], s]));
+  return reshape(tiled, shape.map((s, i) => s * reps[i]));
+}
+
+/**
+ * I64 one-hot rows: `out[..., c]` is 1 where `labels[...]` is c, as `F.one_hot`. `labels` is I64 or I32 in
+ * [0, numClasses); `numClasses` −1 (the default, as PyTorch) takes the largest label + 1. At most 2^24 classes.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
+ * using labels = Tensor.from([2, 0], { dtype: DType.I64 });
+ * using hot = ops.oneHot(labels, 3);
+ * assert.equal(hot.dtype, DType.I64);
+ * assert.deepEqual(hot.toNested(), [[0n, 0n, 1n], [1n, 0n, 0n]]);
+ * ```
+ */
+export function oneHot(labels: Tensor, numClasses = -1): Tensor {
+  const op = "oneHot";
+  checkIndex(op, labels);
+  if (!Number.isInteger(numClasses) || numClasses < -1 || numClasses > 2 ** 24) {
+    throw new TensorShapeError(
+      op,
+      `numClasses must be −1 or an integer in [0, 2^24], got ${String(numClasses)}`,
+    );
+  }
+  // As F32 the labels are exact below 2^24, and any larger one stays ≥ 2^24 ≥ numClasses: the check is exact.
+  const values = cast(labels, DType.F32);
+  if (labels.size > 0) {
+    const low = min(values).item() as number;
+    const high = max(values).item() as number;
+    const classes = numClasses === -1 ? high + 1 : numClasses;
+    if (low < 0 || high >= classes) {
+      throw new TensorShapeError(
+        op,
+        `label ${
+          low < 0 ? low : high
+        } is out of range for ${classes} classes; labels must lie in [0, ${classes})`,
+        [labels.shape],
+      );
+    }
+    numClasses = classes;
+  } else if (numClasses === -1) {
+    throw new TensorShapeError(op, "numClasses −1 needs at least one label to infer it from", [labels.shape]);
+  }
+  using classes = Tensor.arange(numClasses);
+  return cast(eq(unsqueeze(values, -1), classes), DType.I64);
 }

@@ -38,6 +38,8 @@ export {
   indexSelect,
   maxWithIndices,
   minWithIndices,
+  oneHot,
+  repeat,
   scatterAdd,
   stack,
 } from "./indexing.ts";

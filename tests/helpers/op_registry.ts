@@ -310,6 +310,14 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f64: ([a]) => R.build([2, 2], ([i, j]) => a.data[(3 + i) * 2 + j]),
     },
   ],
+  repeat: [
+    {
+      name: "repeat (a new leading axis)",
+      shapes: [[2, 3]],
+      f32: ([a]) => ops.repeat(a, [2, 1, 2]),
+      f64: ([a]) => R.build([2, 2, 6], ([, i, j]) => a.data[i * 3 + (j % 3)]),
+    },
+  ],
   maxWithIndices: [
     {
       name: "maxWithIndices (values)",
