@@ -42,7 +42,7 @@ import type {
   ReduceOptions,
   RnnWeights,
 } from "./ops/mod.ts";
-import type { NormOptions, ValuesAndIndices, VarOptions } from "./ops/mod.ts";
+import type { NormOptions, TriangleOptions, ValuesAndIndices, VarOptions } from "./ops/mod.ts";
 import { randomFill, type Seed, seedWords } from "./core/random.ts";
 import { formatTensor, type TensorJson, tensorJson } from "./format.ts";
 
@@ -1041,6 +1041,16 @@ export class Tensor {
   /** I64 one-hot rows of these integer labels (`ops.oneHot`, `F.one_hot`). */
   oneHot(numClasses = -1): Tensor {
     return ops.oneHot(this, numClasses);
+  }
+
+  /** The lower triangle of the last two axes, the rest 0 (`ops.tril`). */
+  tril(options?: TriangleOptions): Tensor {
+    return ops.tril(this, options);
+  }
+
+  /** The upper triangle of the last two axes, the rest 0 (`ops.triu`). */
+  triu(options?: TriangleOptions): Tensor {
+    return ops.triu(this, options);
   }
 
   /** Tiled `reps[i]` times along each axis (`ops.repeat`, `Tensor.repeat`). */

@@ -122,3 +122,16 @@ test("repeat tiles with leading axes; oneHot checks its labels and infers numCla
   using floats = Tensor.from([1]);
   assert.throws(() => ops.oneHot(floats, 2), /I64 or I32/);
 });
+
+test("tril and triu give 0 outside the triangle even for inf and NaN, and take only diagonal", () => {
+  using x = Tensor.from([[Infinity, NaN], [1, -Infinity]]);
+  using lower = x.tril();
+  assert.deepEqual(lower.toNested(), [[Infinity, 0], [1, -Infinity]]);
+  using upper = ops.triu(x, { diagonal: 1 });
+  assert.ok(Number.isNaN((upper.toArray() as Float32Array)[1]));
+  assert.deepEqual((upper.toArray() as Float32Array)[2], 0);
+  assert.throws(() => x.tril({ k: 1 } as never), /unknown option k/);
+  assert.throws(() => x.triu({ diagonal: 0.5 }), /diagonal must be an integer/);
+  using v = Tensor.from([1, 2]);
+  assert.throws(() => v.tril(), /at least 2 axes/);
+});

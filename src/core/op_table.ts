@@ -124,6 +124,8 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   chunk: { dtypes: "any", grad: "composed" },
   repeat: { dtypes: "any", grad: "composed" },
   oneHot: { dtypes: "any", grad: "none" },
+  tril: { dtypes: "f32", grad: "composed" },
+  triu: { dtypes: "f32", grad: "composed" },
   // Linear algebra and layers.
   matmul: { dtypes: "f32", grad: { record: "MatMul" } },
   linear: { dtypes: "f32", grad: "composed" },

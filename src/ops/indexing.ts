@@ -8,13 +8,14 @@
  * @module
  */
 import { DType, dtypeInfo } from "../core/dtype.ts";
-import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { IndexOp } from "../kernels/indexing.ts";
 import { recordOp } from "../autograd/record.ts";
-import { checkF32, checkTensor, eq, newOutput } from "./elementwise.ts";
+import { add, checkF32, checkTensor, eq, ge, le, mul, newOutput, sub } from "./elementwise.ts";
+import { checkOptions, describe } from "../core/options.ts";
 import { cast } from "./copy.ts";
 import { expand, reshape, squeeze, unsqueeze } from "./views.ts";
 import { concat } from "./nn.ts";
@@ -355,4 +356,58 @@ export function oneHot(labels: Tensor, numClasses = -1): Tensor {
   }
   using classes = Tensor.arange(numClasses);
   return cast(eq(unsqueeze(values, -1), classes), DType.I64);
+}
+
+/** Options of `tril` and `triu`. */
+export interface TriangleOptions {
+  /** The diagonal kept as the edge: 0 the main one, k > 0 above it, k < 0 below it. @default 0 */
+  readonly diagonal?: number;
+}
+
+function triangle(op: "tril" | "triu", x: Tensor, options: TriangleOptions | undefined): Tensor {
+  checkF32(op, x);
+  const diagonal = checkOptions(op, options, ["diagonal"]).diagonal ?? 0;
+  if (!Number.isInteger(diagonal)) {
+    throw new OptionError(op, `diagonal must be an integer, got ${describe(diagonal)}`);
+  }
+  if (x.rank < 2) {
+    throw new TensorShapeError(op, `${op} needs at least 2 axes, got ${formatShape(x.shape)}`, [x.shape]);
+  }
+  const [n, m] = x.shape.slice(-2);
+  // Column j of row i where kept, else column m: a zero column appended to x. A gather, so inf and NaN outside
+  // the triangle give 0 as in PyTorch, and the gradient flows to the kept elements only.
+  using rows = Tensor.arange(n).reshape([n, 1]);
+  using cols = Tensor.arange(m).reshape([1, m]);
+  const offset = sub(cols, rows);
+  const keep = cast(op === "tril" ? le(offset, diagonal) : ge(offset, diagonal), DType.F32);
+  const column = add(mul(cols, keep), mul(sub(1, keep), m));
+  const index = expand(
+    reshape(cast(column, DType.I64), [...x.shape.slice(0, -2).map(() => 1), n, m]),
+    x.shape,
+  );
+  const zeros = allocate(op, [...x.shape.slice(0, -1), 1], DType.F32, true, { scoped: true });
+  return gatherAs(op, concat([x, zeros], -1), x.rank - 1, index);
+}
+
+/**
+ * The lower triangle of the last two axes (the rest 0), as `torch.tril`: elements with column − row ≤
+ * `diagonal` are kept.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[1, 2, 3], [4, 5, 6]]);
+ * using lower = ops.tril(x);
+ * using upper = x.triu({ diagonal: 1 });
+ * assert.deepEqual([lower.toNested(), upper.toNested()], [[[1, 0, 0], [4, 5, 0]], [[0, 2, 3], [0, 0, 6]]]);
+ * ```
+ */
+export function tril(x: Tensor, options?: TriangleOptions): Tensor {
+  return triangle("tril", x, options);
+}
+
+/** The upper triangle of the last two axes (the rest 0), as `torch.triu`: column − row ≥ `diagonal` is kept. */
+export function triu(x: Tensor, options?: TriangleOptions): Tensor {
+  return triangle("triu", x, options);
 }

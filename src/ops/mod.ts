@@ -42,9 +42,11 @@ export {
   repeat,
   scatterAdd,
   stack,
+  tril,
+  triu,
 } from "./indexing.ts";
 export { chunk, split } from "./views.ts";
-export type { ValuesAndIndices } from "./indexing.ts";
+export type { TriangleOptions, ValuesAndIndices } from "./indexing.ts";
 export { linear, matmul } from "./linalg.ts";
 export { attention, concat, crossEntropy, embedding, maxPool2d, nllLoss } from "./nn.ts";
 export type { AttentionOptions, EmbeddingOptions, Pool2dOptions } from "./nn.ts";

@@ -318,6 +318,22 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f64: ([a]) => R.build([2, 2, 6], ([, i, j]) => a.data[i * 3 + (j % 3)]),
     },
   ],
+  tril: [
+    {
+      name: "tril (batch, diagonal -1)",
+      shapes: [[2, 3, 4]],
+      f32: ([a]) => ops.tril(a, { diagonal: -1 }),
+      f64: ([a]) => R.build([2, 3, 4], ([b, i, j]) => (j - i <= -1 ? a.data[b * 12 + i * 4 + j] : 0)),
+    },
+  ],
+  triu: [
+    {
+      name: "triu (diagonal 1)",
+      shapes: [[3, 3]],
+      f32: ([a]) => ops.triu(a, { diagonal: 1 }),
+      f64: ([a]) => R.build([3, 3], ([i, j]) => (j - i >= 1 ? a.data[i * 3 + j] : 0)),
+    },
+  ],
   maxWithIndices: [
     {
       name: "maxWithIndices (values)",
