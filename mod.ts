@@ -44,7 +44,13 @@ export type {
   ReduceOptions,
   RnnWeights,
 } from "./src/ops/mod.ts";
-export type { NormOptions, TriangleOptions, ValuesAndIndices, VarOptions } from "./src/ops/mod.ts";
+export type {
+  NormOptions,
+  PadOptions,
+  TriangleOptions,
+  ValuesAndIndices,
+  VarOptions,
+} from "./src/ops/mod.ts";
 export type { TensorJson } from "./src/format.ts";
 export { assertClose } from "./src/testing.ts";
 export type { CloseOptions, CloseValues } from "./src/testing.ts";

@@ -42,7 +42,7 @@ import type {
   ReduceOptions,
   RnnWeights,
 } from "./ops/mod.ts";
-import type { NormOptions, TriangleOptions, ValuesAndIndices, VarOptions } from "./ops/mod.ts";
+import type { NormOptions, PadOptions, TriangleOptions, ValuesAndIndices, VarOptions } from "./ops/mod.ts";
 import { randomFill, type Seed, seedWords } from "./core/random.ts";
 import { formatTensor, type TensorJson, tensorJson } from "./format.ts";
 
@@ -1041,6 +1041,11 @@ export class Tensor {
   /** I64 one-hot rows of these integer labels (`ops.oneHot`, `F.one_hot`). */
   oneHot(numClasses = -1): Tensor {
     return ops.oneHot(this, numClasses);
+  }
+
+  /** Padded by (before, after) pairs from the last axis backwards (`ops.pad`, `F.pad`). */
+  pad(pads: readonly number[], options?: PadOptions): Tensor {
+    return ops.pad(this, pads, options);
   }
 
   /** The lower triangle of the last two axes, the rest 0 (`ops.tril`). */

@@ -135,3 +135,20 @@ test("tril and triu give 0 outside the triangle even for inf and NaN, and take o
   using v = Tensor.from([1, 2]);
   assert.throws(() => v.tril(), /at least 2 axes/);
 });
+
+test("pad: PyTorch's pad order, three modes, and refused pads", () => {
+  using x = Tensor.from([[1, 2], [3, 4]]);
+  using c = x.pad([0, 1, 1, 0]);
+  assert.deepEqual(c.toNested(), [[0, 0, 0], [1, 2, 0], [3, 4, 0]]);
+  using same = x.pad([]);
+  assert.ok(same.storage !== x.storage);
+  assert.deepEqual(same.toNested(), x.toNested());
+  assert.throws(
+    () => x.pad([2, 0], { mode: "reflect" }),
+    /reflect padding of 2 and 0 needs pads smaller than/,
+  );
+  assert.throws(() => x.pad([1]), /pairs of non-negative integers/);
+  assert.throws(() => x.pad([-1, 0]), /pairs of non-negative integers/);
+  assert.throws(() => x.pad([1, 1], { mode: "circular" as never }), /mode must be/);
+  assert.throws(() => x.pad([1, 1], { fill: 1 } as never), /unknown option fill/);
+});

@@ -126,6 +126,7 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   oneHot: { dtypes: "any", grad: "none" },
   tril: { dtypes: "f32", grad: "composed" },
   triu: { dtypes: "f32", grad: "composed" },
+  pad: { dtypes: "f32", grad: "composed" },
   // Linear algebra and layers.
   matmul: { dtypes: "f32", grad: { record: "MatMul" } },
   linear: { dtypes: "f32", grad: "composed" },

@@ -16,8 +16,8 @@ import { IndexOp } from "../kernels/indexing.ts";
 import { recordOp } from "../autograd/record.ts";
 import { add, checkF32, checkTensor, eq, ge, le, mul, newOutput, sub } from "./elementwise.ts";
 import { checkOptions, describe } from "../core/options.ts";
-import { cast } from "./copy.ts";
-import { expand, reshape, squeeze, unsqueeze } from "./views.ts";
+import { cast, clone } from "./copy.ts";
+import { expand, flip, reshape, slice, squeeze, unsqueeze } from "./views.ts";
 import { concat } from "./nn.ts";
 import { argmax, argmin, keepDimsOf, max, min, type ReduceOptions } from "./reduce.ts";
 
@@ -410,4 +410,84 @@ export function tril(x: Tensor, options?: TriangleOptions): Tensor {
 /** The upper triangle of the last two axes (the rest 0), as `torch.triu`: column − row ≥ `diagonal` is kept. */
 export function triu(x: Tensor, options?: TriangleOptions): Tensor {
   return triangle("triu", x, options);
+}
+
+/** Options of `pad`. */
+export interface PadOptions {
+  /** `"constant"` fills with `value`, `"reflect"` mirrors without the edge, `"replicate"` repeats the edge. */
+  readonly mode?: "constant" | "reflect" | "replicate";
+  /** The fill of `"constant"`. @default 0 */
+  readonly value?: number;
+}
+
+/**
+ * `x` padded as `F.pad(x, pads, mode, value)`: `pads` lists (before, after) pairs from the last axis backwards
+ * (`[left, right, top, bottom]` pads the last two axes). A concatenation of `x` with constant blocks, mirrored
+ * slices or expanded edges, so it passes gradients back. Pads are non-negative (no cropping); reflect needs
+ * pads smaller than the axis.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[1, 2, 3]]);
+ * using c = ops.pad(x, [1, 2], { value: 9 });
+ * using r = x.pad([2, 1], { mode: "reflect" });
+ * using e = x.pad([1, 1], { mode: "replicate" });
+ * assert.deepEqual(c.toNested(), [[9, 1, 2, 3, 9, 9]]);
+ * assert.deepEqual(r.toNested(), [[3, 2, 1, 2, 3, 2]]);
+ * assert.deepEqual(e.toNested(), [[1, 1, 2, 3, 3]]);
+ * ```
+ */
+export function pad(x: Tensor, pads: readonly number[], options?: PadOptions): Tensor {
+  const op = "pad";
+  checkF32(op, x);
+  const checked = checkOptions(op, options, ["mode", "value"]);
+  const mode = checked.mode ?? "constant";
+  const value = checked.value ?? 0;
+  if (mode !== "constant" && mode !== "reflect" && mode !== "replicate") {
+    throw new OptionError(op, `mode must be "constant", "reflect" or "replicate", got ${describe(mode)}`);
+  }
+  if (typeof value !== "number") throw new OptionError(op, `value must be a number, got ${describe(value)}`);
+  if (
+    !Array.isArray(pads) || pads.length % 2 !== 0 || pads.length > 2 * x.rank ||
+    pads.some((p) => !Number.isInteger(p) || p < 0)
+  ) {
+    throw new TensorShapeError(
+      op,
+      `pads must be pairs of non-negative integers, at most one pair per axis of ${
+        formatShape(x.shape)
+      }, got ` +
+        JSON.stringify(pads),
+      [x.shape],
+    );
+  }
+  let out = x;
+  for (let k = 0; k < pads.length / 2; k++) {
+    const axis = x.rank - 1 - k;
+    const [before, after] = [pads[2 * k], pads[2 * k + 1]];
+    if (before === 0 && after === 0) continue;
+    const n = out.shape[axis];
+    if ((mode === "reflect" && (before >= n || after >= n)) || (mode === "replicate" && n === 0)) {
+      throw new TensorShapeError(
+        op,
+        `${mode} padding of ${before} and ${after} needs ${
+          mode === "reflect" ? "pads smaller than" : "a non-empty"
+        } axis ${axis} (extent ${n}) of ${formatShape(x.shape)}`,
+        [x.shape],
+      );
+    }
+    const sized = (extent: number) => out.shape.map((e, d) => (d === axis ? extent : e));
+    const side = (extent: number, start: number): Tensor => {
+      if (mode === "constant") return Tensor.full(sized(extent), value);
+      if (mode === "replicate") return expand(slice(out, axis, start, start + 1), sized(extent));
+      // Reflect: the `extent` elements next to the edge at `start` (excluded), mirrored.
+      return start === 0
+        ? flip(slice(out, axis, 1, extent + 1), axis)
+        : flip(slice(out, axis, n - 1 - extent, n - 1), axis);
+    };
+    const parts = [...(before > 0 ? [side(before, 0)] : []), out, ...(after > 0 ? [side(after, n - 1)] : [])];
+    out = concat(parts, axis);
+  }
+  return out === x ? clone(x) : out;
 }

@@ -39,6 +39,7 @@ export {
   maxWithIndices,
   minWithIndices,
   oneHot,
+  pad,
   repeat,
   scatterAdd,
   stack,
@@ -46,7 +47,7 @@ export {
   triu,
 } from "./indexing.ts";
 export { chunk, split } from "./views.ts";
-export type { TriangleOptions, ValuesAndIndices } from "./indexing.ts";
+export type { PadOptions, TriangleOptions, ValuesAndIndices } from "./indexing.ts";
 export { linear, matmul } from "./linalg.ts";
 export { attention, concat, crossEntropy, embedding, maxPool2d, nllLoss } from "./nn.ts";
 export type { AttentionOptions, EmbeddingOptions, Pool2dOptions } from "./nn.ts";

@@ -334,6 +334,24 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f64: ([a]) => R.build([3, 3], ([i, j]) => (j - i >= 1 ? a.data[i * 3 + j] : 0)),
     },
   ],
+  pad: [
+    {
+      name: "pad (reflect, last two axes)",
+      shapes: [[1, 3, 3]],
+      f32: ([a]) => ops.pad(a, [2, 1, 1, 0], { mode: "reflect" }),
+      f64: ([a]) => {
+        const reflect = (i: number, n: number) => (i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i);
+        return R.build([1, 4, 6], ([, i, j]) => a.data[reflect(i - 1, 3) * 3 + reflect(j - 2, 3)]);
+      },
+    },
+    {
+      name: "pad (replicate and constant)",
+      shapes: [[2, 3]],
+      f32: ([a]) => ops.pad(ops.pad(a, [1, 2], { mode: "replicate" }), [0, 0, 1, 0], { value: 5 }),
+      f64: ([a]) =>
+        R.build([3, 6], ([i, j]) => (i === 0 ? 5 : a.data[(i - 1) * 3 + Math.min(2, Math.max(0, j - 1))])),
+    },
+  ],
   maxWithIndices: [
     {
       name: "maxWithIndices (values)",
