@@ -59,6 +59,13 @@ export type {
   LeakyReluOptions,
   SoftplusOptions,
 } from "./src/ops/mod.ts";
+export type {
+  NormOptions,
+  PadOptions,
+  TriangleOptions,
+  ValuesAndIndices,
+  VarOptions,
+} from "./src/ops/mod.ts";
 export type { TensorJson } from "./src/format.ts";
 export { assertClose } from "./src/testing.ts";
 export type { CloseOptions, CloseValues } from "./src/testing.ts";
@@ -95,6 +102,8 @@ export type { BinaryOp, ReduceOp, SoftmaxOp, UnaryOp } from "./src/kernels/types
 export type { KernelCode, KernelFamily } from "./src/core/op_table.ts";
 export type { KernelCodes } from "./src/core/op_types.ts";
 export type { OptimAlgorithm, OptimizerStep, OptimizerStepKernel } from "./src/kernels/optim.ts";
+export type { IndexKernels } from "./src/kernels/types.ts";
+export type { IndexKernel, IndexOp } from "./src/kernels/indexing.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {

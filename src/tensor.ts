@@ -56,6 +56,7 @@ import type {
   LeakyReluOptions,
   SoftplusOptions,
 } from "./ops/mod.ts";
+import type { NormOptions, PadOptions, TriangleOptions, ValuesAndIndices, VarOptions } from "./ops/mod.ts";
 import { randomFill, type Seed, seedWords } from "./core/random.ts";
 import { formatTensor, type TensorJson, tensorJson } from "./format.ts";
 
@@ -988,6 +989,105 @@ export class Tensor {
   /** The I64 index of the first maximum along `axis`. */
   argmax(axis: number, options: ReduceOptions = {}): Tensor {
     return ops.argmax(this, axis, options);
+  }
+
+  // Reductions added with issue 12.
+
+  /** The I64 index of the first minimum along `axis` (`ops.argmin`). */
+  argmin(axis: number, options: ReduceOptions = {}): Tensor {
+    return ops.argmin(this, axis, options);
+  }
+
+  /** The product over `axis` (all axes by default; `ops.prod`). */
+  prod(axis?: number | readonly number[], options?: ReduceOptions | boolean): Tensor {
+    return ops.prod(this, axis, options);
+  }
+
+  /** The variance over `axis` with `{ correction, keepDims }` (correction 1 by default; `ops.var`). */
+  var(axis?: number | readonly number[], options?: VarOptions): Tensor {
+    return ops.var(this, axis, options);
+  }
+
+  /** The standard deviation over `axis` with `{ correction, keepDims }` (`ops.std`). */
+  std(axis?: number | readonly number[], options?: VarOptions): Tensor {
+    return ops.std(this, axis, options);
+  }
+
+  /** log Σ exp over `axis` (all axes by default; `ops.logsumexp`). */
+  logsumexp(axis?: number | readonly number[], options?: ReduceOptions | boolean): Tensor {
+    return ops.logsumexp(this, axis, options);
+  }
+
+  /** The vector norm with `{ p, axis, keepDims }` (p = 2 by default; `ops.norm`). */
+  norm(options?: NormOptions): Tensor {
+    return ops.norm(this, options);
+  }
+
+  // Indexing along an axis (issue 12).
+
+  /** The elements at `index` along `axis` (`ops.gather`, `torch.gather`). */
+  gather(axis: number, index: Tensor): Tensor {
+    return ops.gather(this, axis, index);
+  }
+
+  /** A copy with `src` added at `index` along `axis` (`ops.scatterAdd`, PyTorch's `scatter_add`). */
+  scatterAdd(axis: number, index: Tensor, src: Tensor): Tensor {
+    return ops.scatterAdd(this, axis, index, src);
+  }
+
+  /** The slices at the 1-D `index` along `axis` (`ops.indexSelect`, `torch.index_select`). */
+  indexSelect(axis: number, index: Tensor): Tensor {
+    return ops.indexSelect(this, axis, index);
+  }
+
+  /** The running sum along `axis` (`ops.cumsum`). */
+  cumsum(axis: number): Tensor {
+    return ops.cumsum(this, axis);
+  }
+
+  /** The maximum along `axis` with its I64 index, as `torch.max(x, dim)` (`ops.maxWithIndices`). */
+  maxWithIndices(axis: number, options?: ReduceOptions | boolean): ValuesAndIndices {
+    return ops.maxWithIndices(this, axis, options);
+  }
+
+  /** The minimum along `axis` with its I64 index, as `torch.min(x, dim)` (`ops.minWithIndices`). */
+  minWithIndices(axis: number, options?: ReduceOptions | boolean): ValuesAndIndices {
+    return ops.minWithIndices(this, axis, options);
+  }
+
+  /** Views along `axis` of the given extent or extents (`ops.split`, `torch.split`). */
+  split(sizeOrSizes: number | readonly number[], axis = 0): Tensor[] {
+    return ops.split(this, sizeOrSizes, axis);
+  }
+
+  /** `n` views along `axis` (`ops.chunk`, `torch.chunk`). */
+  chunk(n: number, axis = 0): Tensor[] {
+    return ops.chunk(this, n, axis);
+  }
+
+  /** I64 one-hot rows of these integer labels (`ops.oneHot`, `F.one_hot`). */
+  oneHot(numClasses = -1): Tensor {
+    return ops.oneHot(this, numClasses);
+  }
+
+  /** Padded by (before, after) pairs from the last axis backwards (`ops.pad`, `F.pad`). */
+  pad(pads: readonly number[], options?: PadOptions): Tensor {
+    return ops.pad(this, pads, options);
+  }
+
+  /** The lower triangle of the last two axes, the rest 0 (`ops.tril`). */
+  tril(options?: TriangleOptions): Tensor {
+    return ops.tril(this, options);
+  }
+
+  /** The upper triangle of the last two axes, the rest 0 (`ops.triu`). */
+  triu(options?: TriangleOptions): Tensor {
+    return ops.triu(this, options);
+  }
+
+  /** Tiled `reps[i]` times along each axis (`ops.repeat`, `Tensor.repeat`). */
+  repeat(reps: readonly number[]): Tensor {
+    return ops.repeat(this, reps);
   }
 
   /** Softmax over `axis` (the last by default). */

@@ -1,6 +1,7 @@
 // The op table is the single source of truth: the Zig enums are generated from it and must be current, the
 // kernel codes are dense, every family's native symbol is in the symbol table, and an op defined by a
 // test-only entry gets its autograd behaviour from the entry alone.
+import { IndexOp } from "../src/kernels/indexing.ts";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -28,6 +29,7 @@ test("kernel codes are dense per family, and the TypeScript enums are the table'
     unary: UnaryOp,
     reduce: ReduceOp,
     softmax: SoftmaxOp,
+    index: IndexOp,
   };
   for (const family of Object.keys(KERNEL_FAMILIES) as KernelFamily[]) {
     const entries = kernelEntries(family);

@@ -203,6 +203,14 @@ export fn zt_optim_step_f32(args: *const abi.ArgBlock, param: *anyopaque, grad: 
     dispatch.active().optim.step_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(param)), @ptrCast(@alignCast(grad)), @ptrCast(@alignCast(s0)), @ptrCast(@alignCast(s1)), @ptrCast(@alignCast(s2)));
 }
 
+// Indexing (gather, scatter-add) and cumsum
+
+/// One `IndexOp` (zig/kernels/index.zig documents the argument block): operands 0, 1, 2 = table, flat, index
+/// (null for cumsum). Returns 1, writing nothing, when an index is outside [0, ints[1]); otherwise 0.
+export fn zt_index_f32(args: *const abi.ArgBlock, tbl: *anyopaque, flat: *anyopaque, index: ?*const anyopaque) i32 {
+    return dispatch.active().index.index_f32(&ThreadPool.runtime, args, @ptrCast(tbl), @ptrCast(flat), @ptrCast(index));
+}
+
 // --- benchmark only: the machine's limits, measured by the selected variant (zig/bench.zig) ---
 
 export fn zt_bench_fma_f32(iterations: u32) f64 {

@@ -16,6 +16,7 @@ comptime {
     _ = @import("kernels/scatter.zig");
     _ = @import("kernels/gemm.zig");
     _ = @import("kernels/optim.zig");
+    _ = @import("kernels/index.zig");
     _ = @import("bench.zig");
     // data movement
     _ = @import("movement/copy.zig");

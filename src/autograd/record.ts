@@ -113,6 +113,14 @@ export interface RecordAttributes {
   Max: ReduceAttributes;
   /** A minimum over axes. */
   Min: ReduceAttributes;
+  /** A product over axes. */
+  Prod: ReduceAttributes;
+  /** A gather (also index selection) along an axis. */
+  Gather: { readonly axis: number };
+  /** A scatter-add along an axis. */
+  ScatterAdd: { readonly axis: number };
+  /** A running sum along an axis. */
+  CumSum: { readonly axis: number };
   /** A softmax over one axis, with its input scale. */
   Softmax: { readonly axis: number; readonly scale: number };
   /** A log-softmax over one axis, with its input scale. */

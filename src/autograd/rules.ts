@@ -11,7 +11,8 @@ import { allocate, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
 import { ge, le, minimum, sigmoid } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
-import { mean, sum } from "../ops/reduce.ts";
+import { mean, prod, sum } from "../ops/reduce.ts";
+import { cumsum, gather, scatterAdd } from "../ops/indexing.ts";
 import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
 import { cast, copyInto } from "../ops/copy.ts";
 import { exp } from "../ops/elementwise.ts";
@@ -52,7 +53,7 @@ function asFloat(mask: Tensor): Tensor {
 }
 
 /** A keepDims-shaped view of a reduction's gradient, for broadcasting back over the input. */
-function keptGradient(record: BackwardRecord<"Sum" | "Mean" | "Max" | "Min">, g: Tensor): Tensor {
+function keptGradient(record: BackwardRecord<"Sum" | "Mean" | "Max" | "Min" | "Prod">, g: Tensor): Tensor {
   const { keepDims, axes } = record.attrs;
   if (keepDims) return g;
   const shape = record.inputShape(0).map((extent, i) => (axes.includes(i) ? 1 : extent));
@@ -165,6 +166,20 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   Max: (r, g) => maxBackward(r, g),
   // The same for the minimum.
   Min: (r, g) => maxBackward(r, g),
+  // g times the product of the other elements (slots: input, output; see prodBackward).
+  Prod: (r, g) => [prodBackward(r, g)],
+  // g added into zeros at the gathered positions (slot 0: the index).
+  Gather: (r, g) => {
+    const zeros = allocate("backward", r.inputShape(0), DType.F32, true, { scoped: true });
+    return [scatterAdd(zeros, r.attrs.axis, r.savedTensor(0), g)];
+  },
+  // g for the input; g gathered at the index for src (slot 0: the index).
+  ScatterAdd: (r, g) => [
+    r.needsGrad(0) ? g : null,
+    r.needsGrad(1) ? gather(g, r.attrs.axis, r.savedTensor(0)) : null,
+  ],
+  // The running sum of g from the end.
+  CumSum: (r, g) => [flip(cumsum(flip(g, r.attrs.axis), r.attrs.axis), r.attrs.axis)],
   // d|x| = g·sign(x), 0 at 0 (slot 0: x).
   Abs: (r, g) => {
     const x = r.savedTensor(0);
@@ -333,6 +348,23 @@ function maxBackward(r: BackwardRecord<"Max" | "Min">, g: Tensor): (Tensor | nul
   const mask = asFloat(eq(x, y));
   const ties = sum(mask, r.attrs.axes, { keepDims: true });
   return [mul(mask, div(keptGradient(r, g), ties))];
+}
+
+/**
+ * The gradient of a product: g·Π_{j≠i} x_j. With no zero in a reduced group that is g·out/x; with one zero it is
+ * g·(product of the non-zeros) at the zero and 0 elsewhere; with more it is 0 (PyTorch's cases).
+ */
+function prodBackward(r: BackwardRecord<"Prod">, g: Tensor): Tensor {
+  const x = r.savedTensor(0);
+  const { axes } = r.attrs;
+  const isZero = asFloat(eq(x, 0));
+  // x with its zeros replaced by 1, and its product: the product of the non-zeros.
+  const nonZero = add(x, isZero);
+  const others = prod(nonZero, axes, { keepDims: true });
+  const zeros = sum(isZero, axes, { keepDims: true });
+  const none = mul(asFloat(eq(zeros, 0)), div(others, nonZero));
+  const one = mul(mul(asFloat(eq(zeros, 1)), isZero), others);
+  return mul(expand(keptGradient(r, g), r.inputShape(0)), add(none, one));
 }
 
 /** The gradients of max(a, b) (`wins` = gt) or min(a, b) (`wins` = lt): g where a wins, half at ties. */

@@ -36,6 +36,7 @@ export const KERNEL_FAMILIES = {
   unary: { symbol: "zt_unary_f32", zigEnum: "UnaryOp" },
   reduce: { symbol: "zt_reduce_f32", zigEnum: "ReduceOp" },
   softmax: { symbol: "zt_softmax_f32", zigEnum: "SoftmaxOp" },
+  index: { symbol: "zt_index_f32", zigEnum: "IndexOp" },
 } as const;
 
 /** A kernel family of the seam. */
@@ -125,9 +126,31 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   max: { kernel: k("reduce", "Max", 2), dtypes: "f32", grad: { record: "Max" } },
   min: { kernel: k("reduce", "Min", 3), dtypes: "f32", grad: { record: "Min" } },
   argmax: { kernel: k("reduce", "ArgMax", 4), dtypes: "f32->i64", grad: "none" },
+  // Reductions added with issue 12 (argmin, prod; the rest are compositions of reductions).
+  argmin: { kernel: k("reduce", "ArgMin", 5), dtypes: "f32->i64", grad: "none" },
+  prod: { kernel: k("reduce", "Prod", 6), dtypes: "f32", grad: { record: "Prod" } },
+  var: { dtypes: "f32", grad: "composed" },
+  std: { dtypes: "f32", grad: "composed" },
+  logsumexp: { dtypes: "f32", grad: "composed" },
+  norm: { dtypes: "f32", grad: "composed" },
   // Softmax family over one axis.
   softmax: { kernel: k("softmax", "Softmax", 0), dtypes: "f32", grad: { record: "Softmax" } },
   logSoftmax: { kernel: k("softmax", "LogSoftmax", 1), dtypes: "f32", grad: { record: "LogSoftmax" } },
+  // Indexing along an axis and the running sum (issue 12).
+  gather: { kernel: k("index", "Gather", 0), dtypes: "f32", grad: { record: "Gather" } },
+  scatterAdd: { kernel: k("index", "ScatterAdd", 1), dtypes: "f32", grad: { record: "ScatterAdd" } },
+  cumsum: { kernel: k("index", "CumSum", 2), dtypes: "f32", grad: { record: "CumSum" } },
+  indexSelect: { dtypes: "f32", grad: { record: "Gather" } },
+  maxWithIndices: { dtypes: "f32", grad: "composed" },
+  minWithIndices: { dtypes: "f32", grad: "composed" },
+  stack: { dtypes: "any", grad: "composed" },
+  split: { dtypes: "any", grad: "composed" },
+  chunk: { dtypes: "any", grad: "composed" },
+  repeat: { dtypes: "any", grad: "composed" },
+  oneHot: { dtypes: "any", grad: "none" },
+  tril: { dtypes: "f32", grad: "composed" },
+  triu: { dtypes: "f32", grad: "composed" },
+  pad: { dtypes: "f32", grad: "composed" },
   // Linear algebra and layers.
   matmul: { dtypes: "f32", grad: { record: "MatMul" } },
   linear: { dtypes: "f32", grad: "composed" },

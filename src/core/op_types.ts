@@ -47,8 +47,28 @@ export type OpName =
   | "max"
   | "min"
   | "argmax"
+  | "argmin"
+  | "prod"
+  | "var"
+  | "std"
+  | "logsumexp"
+  | "norm"
   | "softmax"
   | "logSoftmax"
+  | "gather"
+  | "scatterAdd"
+  | "cumsum"
+  | "indexSelect"
+  | "maxWithIndices"
+  | "minWithIndices"
+  | "stack"
+  | "split"
+  | "chunk"
+  | "repeat"
+  | "oneHot"
+  | "tril"
+  | "triu"
+  | "pad"
   | "matmul"
   | "linear"
   | "maxPool2d"
@@ -122,8 +142,12 @@ export type RecordKind =
   | "Mean"
   | "Max"
   | "Min"
+  | "Prod"
   | "Softmax"
   | "LogSoftmax"
+  | "Gather"
+  | "ScatterAdd"
+  | "CumSum"
   | "MatMul"
   | "MaxPool2d"
   | "AvgPool2d"
@@ -176,8 +200,26 @@ export type DifferentiableOp =
   | "mean"
   | "max"
   | "min"
+  | "prod"
+  | "var"
+  | "std"
+  | "logsumexp"
+  | "norm"
   | "softmax"
   | "logSoftmax"
+  | "gather"
+  | "scatterAdd"
+  | "cumsum"
+  | "indexSelect"
+  | "maxWithIndices"
+  | "minWithIndices"
+  | "stack"
+  | "split"
+  | "chunk"
+  | "repeat"
+  | "tril"
+  | "triu"
+  | "pad"
   | "matmul"
   | "linear"
   | "maxPool2d"
@@ -261,12 +303,20 @@ export type ReduceOpName =
   | "mean"
   | "max"
   | "min"
-  | "argmax";
+  | "argmax"
+  | "argmin"
+  | "prod";
 
 /** The operators whose kernel is in the `softmax` family (their names in `ops`). */
 export type SoftmaxOpName =
   | "softmax"
   | "logSoftmax";
+
+/** The operators whose kernel is in the `index` family (their names in `ops`). */
+export type IndexOpName =
+  | "gather"
+  | "scatterAdd"
+  | "cumsum";
 
 /** Each kernel family's operator names. */
 export interface KernelOpNames {
@@ -278,6 +328,8 @@ export interface KernelOpNames {
   readonly reduce: ReduceOpName;
   /** The `softmax` family's operators. */
   readonly softmax: SoftmaxOpName;
+  /** The `index` family's operators. */
+  readonly index: IndexOpName;
 }
 
 /** The kernel names of each family mapped to their codes. */
@@ -329,10 +381,18 @@ export interface KernelCodes {
     readonly Max: 2;
     readonly Min: 3;
     readonly ArgMax: 4;
+    readonly ArgMin: 5;
+    readonly Prod: 6;
   };
   /** The softmax kernels by name, with their codes. */
   readonly softmax: {
     readonly Softmax: 0;
     readonly LogSoftmax: 1;
+  };
+  /** The index kernels by name, with their codes. */
+  readonly index: {
+    readonly Gather: 0;
+    readonly ScatterAdd: 1;
+    readonly CumSum: 2;
   };
 }

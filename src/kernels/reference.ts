@@ -16,8 +16,9 @@
  *   `SUM_BLOCK` elements, add the block sums in ascending order and round once (mean divides the f64 sum by
  *   the count); the fixed blocks let a native full sum split across threads with the same bits on every
  *   thread count. max and min keep the first of equal values and return the first
- *   NaN; argmax is the row-major position within the reduced axes of the first maximum or the first NaN.
- *   An empty sum is 0 and an empty mean NaN.
+ *   NaN; argmax is the row-major position within the reduced axes of the first maximum or the first NaN,
+ *   argmin of the first minimum or NaN. prod multiplies in f64 in ascending row-major order and rounds once.
+ *   An empty sum is 0, an empty product 1 and an empty mean NaN.
  * - Softmax over the last axis: m = the row's maximum (NaN if the row holds one), e_i = exp(x_i − m) and
  *   s = Σ e_i in f64 ascending; softmax y_i = f32(e_i / s), log-softmax y_i = f32((x_i − m) − log s).
  * - Max pooling: spec 000 §9 (see `maxPool2d` below).
@@ -307,8 +308,17 @@ function reduceOne(
       }, inner);
       return best;
     }
+    case ReduceOp.Prod: {
+      let product = 1;
+      walk(reduced, (j) => {
+        product *= x[j];
+      }, inner);
+      return product;
+    }
     default: {
-      let best = -Infinity;
+      // ArgMax and ArgMin.
+      const isMax = op === ReduceOp.ArgMax;
+      let best = isMax ? -Infinity : Infinity;
       let index = 0;
       let position = 0;
       let done = false;
@@ -320,7 +330,7 @@ function reduceOne(
           done = true;
           return;
         }
-        if (v > best) {
+        if (isMax ? v > best : v < best) {
           best = v;
           index = position;
         }
@@ -513,7 +523,7 @@ export const referenceKernels: TensorKernels = {
       shape.slice(0, kept),
       (i, base) => {
         const value = reduceOne(op, x, base, reduced, strides, count);
-        if (op === ReduceOp.ArgMax) (o as BigInt64Array)[i] = BigInt(value);
+        if (op === ReduceOp.ArgMax || op === ReduceOp.ArgMin) (o as BigInt64Array)[i] = BigInt(value);
         else (o as Float32Array)[i] = value;
       },
       out,

@@ -19,6 +19,7 @@ import {
 } from "./quant.ts";
 import { nativeOptimizerStep, referenceOptimizerStep } from "./optim.ts";
 import { nativeIndexAdd, referenceIndexAdd } from "./scatter.ts";
+import { nativeIndex, referenceIndex } from "./indexing.ts";
 
 /**
  * The native kernels (the default set).
@@ -51,6 +52,7 @@ export const nativeKernels: KernelSet = {
     nativeDequantize(format as QuantFormat, blocks, out, a, settings.threads),
   optimizerStep: nativeOptimizerStep,
   indexAdd: nativeIndexAdd,
+  index: nativeIndex,
 };
 
 /**
@@ -81,4 +83,5 @@ export const referenceKernels: KernelSet = {
   dequantize: (format, blocks, out, a) => referenceDequantize(format as QuantFormat, blocks, out, a),
   optimizerStep: referenceOptimizerStep,
   indexAdd: (params, out, src, index) => referenceIndexAdd(params, out, src, index),
+  index: referenceIndex,
 };

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import type { IndexKernel } from "./indexing.ts";
 import type { NativePointer } from "../native/symbols.ts";
 import type { DType, TypedArray } from "../core/dtype.ts";
 import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table.ts";
@@ -258,5 +259,17 @@ export interface ScatterKernels {
   ): void;
 }
 
-/** A complete kernel set: compute, data movement, the optimizer update and the scatter kernels. */
-export type KernelSet = TensorKernels & MovementKernels & BlockKernels & OptimizerKernels & ScatterKernels;
+/** The indexing kernel: gather, scatter-add and cumsum along one axis (src/kernels/indexing.ts). */
+export interface IndexKernels {
+  /** One gather, scatter-add or cumsum; false when an index is out of range (nothing written). */
+  readonly index: IndexKernel;
+}
+
+/** A complete kernel set: compute, data movement, the optimizer update, scatter and indexing. */
+export type KernelSet =
+  & TensorKernels
+  & MovementKernels
+  & BlockKernels
+  & OptimizerKernels
+  & ScatterKernels
+  & IndexKernels;

@@ -8,6 +8,24 @@
 export * from "./elementwise.ts";
 export { argmax, logSoftmax, max, mean, min, softmax, sum } from "./reduce.ts";
 export type { ReduceOptions } from "./reduce.ts";
+export { argmin, logsumexp, norm, prod, std, var } from "./reduce.ts";
+export type { NormOptions, VarOptions } from "./reduce.ts";
+export {
+  cumsum,
+  gather,
+  indexSelect,
+  maxWithIndices,
+  minWithIndices,
+  oneHot,
+  pad,
+  repeat,
+  scatterAdd,
+  stack,
+  tril,
+  triu,
+} from "./indexing.ts";
+export { chunk, split } from "./views.ts";
+export type { PadOptions, TriangleOptions, ValuesAndIndices } from "./indexing.ts";
 export { linear, matmul } from "./linalg.ts";
 export { attention, concat, crossEntropy, embedding, nllLoss } from "./nn.ts";
 export type { AttentionOptions, EmbeddingOptions } from "./nn.ts";

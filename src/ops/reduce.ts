@@ -1,5 +1,5 @@
 /**
- * Reductions (`sum mean max min argmax`) over any set of axes with `keepDims`, and `softmax` / `logSoftmax`
+ * Reductions (`sum mean max min argmax argmin prod var std logsumexp norm`) over any set of axes with `keepDims`, and `softmax` / `logSoftmax`
  * over one axis. The reduced axes are permuted to the end as a view, so the kernel walks rows in the output's
  * row-major order; sums accumulate in f64.
  *
@@ -14,7 +14,9 @@ import { allocate, type Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { recordOp, shouldRecord } from "../autograd/record.ts";
 import { kernelCode, type ReduceOpName, type SoftmaxOpName } from "../core/op_table.ts";
+import { abs, add, div, exp, log, mul, sqrt, sub } from "./elementwise.ts";
 import { checkF32, newOutput } from "./common.ts";
+import { reshape } from "./views.ts";
 
 /** Options of the reductions. */
 export interface ReduceOptions {
@@ -80,7 +82,7 @@ function reduceKernel(
   const shape = order.map((i) => x.shape[i]);
   const strides = order.map((i) => x.strides[i]);
   const count = axes.reduce((n, a) => n * x.shape[a], 1);
-  if (count === 0 && kind !== ReduceOp.Sum && kind !== ReduceOp.Mean) {
+  if (count === 0 && kind !== ReduceOp.Sum && kind !== ReduceOp.Mean && kind !== ReduceOp.Prod) {
     throw new TensorShapeError(op, `${op} over an empty axis of ${formatShape(x.shape)} has no identity`, [
       x.shape,
     ]);
@@ -104,7 +106,7 @@ function reduceKernel(
 }
 
 function reduction(
-  op: Exclude<ReduceOpName, "argmax">,
+  op: Exclude<ReduceOpName, "argmax" | "argmin">,
   x: Tensor,
   axis: number | readonly number[] | undefined,
   options: ReduceOptions | boolean | undefined,
@@ -114,10 +116,10 @@ function reduction(
   const axes = reducedAxes(op, x, axis);
   const out = reduceKernel(op, kernelCode("reduce", op), x, axes, keepDims, DType.F32);
   if (!shouldRecord(x)) return out;
-  // Max and Min also save their input and output to route the gradient.
+  // Max, Min and Prod also save their input and output to route the gradient.
   return recordOp(op, out, [x], {
     attrs: { axes, keepDims },
-    saved: op === "max" || op === "min" ? [x, out] : [],
+    saved: op === "max" || op === "min" || op === "prod" ? [x, out] : [],
   });
 }
 
@@ -174,16 +176,172 @@ export function min(
 
 /** The I64 index of the first maximum along `axis` (a NaN wins at its first occurrence). */
 export function argmax(x: Tensor, axis: number, options?: ReduceOptions | boolean): Tensor {
-  checkF32("argmax", x);
-  const keepDims = keepDimsOf("argmax", options);
+  return argReduction("argmax", x, axis, options);
+}
+
+/** The I64 index of the first minimum along `axis` (a NaN wins at its first occurrence), as `torch.argmin`. */
+export function argmin(x: Tensor, axis: number, options?: ReduceOptions | boolean): Tensor {
+  return argReduction("argmin", x, axis, options);
+}
+
+function argReduction(
+  op: "argmax" | "argmin",
+  x: Tensor,
+  axis: number,
+  options: ReduceOptions | boolean | undefined,
+): Tensor {
+  checkF32(op, x);
+  const keepDims = keepDimsOf(op, options);
   return reduceKernel(
-    "argmax",
-    ReduceOp.ArgMax,
+    op,
+    kernelCode("reduce", op),
     x,
-    [normalizeAxis("argmax", axis, x.rank, x.shape)],
+    [normalizeAxis(op, axis, x.rank, x.shape)],
     keepDims,
     DType.I64,
   );
+}
+
+// --- reductions added with issue 12: prod, and compositions of the native reductions ---
+
+/**
+ * The product over `axis` (every axis by default), multiplied in f64 in ascending order and rounded once; an
+ * empty product is 1. The gradient is the product of the other elements (exact at zeros, as PyTorch's).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Tensor } from "@zigtensor/zigtensor";
+ * using a = Tensor.from([[1, 2, 3], [4, 5, 6]]);
+ * using p = a.prod(1);
+ * assert.deepEqual(p.toNested(), [6, 120]);
+ * ```
+ */
+export function prod(
+  x: Tensor,
+  axis?: number | readonly number[],
+  options?: ReduceOptions | boolean,
+): Tensor {
+  return reduction("prod", x, axis, options);
+}
+
+/** Options of `var` and `std`: `keepDims`, and `correction` (Bessel's, PyTorch's default 1). */
+export interface VarOptions extends ReduceOptions {
+  /** The count is reduced by this much before dividing (1: the unbiased estimate, 0: the population's). @default 1 */
+  readonly correction?: number;
+}
+
+const VAR_KEYS = ["keepDims", "correction"] as const;
+
+function varianceOf(
+  op: "var" | "std",
+  x: Tensor,
+  axis: number | readonly number[] | undefined,
+  options: VarOptions | undefined,
+): Tensor {
+  checkF32(op, x);
+  const checked = checkOptions(op, options, VAR_KEYS, {
+    unbiased: "use correction (1 for unbiased: true, 0 for unbiased: false)",
+    ...AXIS_ELSEWHERE,
+  });
+  const keepDims = checkBoolean(op, "keepDims", checked.keepDims, false);
+  const correction = checked.correction ?? 1;
+  if (typeof correction !== "number" || !Number.isFinite(correction)) {
+    throw new OptionError(op, `correction must be a finite number, got ${describe(correction)}`);
+  }
+  const axes = reducedAxes(op, x, axis);
+  const count = axes.reduce((n, a) => n * x.shape[a], 1);
+  const centered = sub(x, mean(x, axes, { keepDims: true }));
+  // Σ(x − mean)² / max(0, N − correction), as PyTorch (a zero divisor gives inf or NaN).
+  const v = div(sum(mul(centered, centered), axes, { keepDims }), Math.max(0, count - correction));
+  return op === "std" ? sqrt(v) : v;
+}
+
+/**
+ * The variance over `axis` (every axis by default): Σ(x − mean)² / (N − correction), `correction` 1 by
+ * default as `torch.var`. A composition of mean, sub, mul, sum and div, so it is differentiable.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using a = Tensor.from([1, 2, 3, 4]);
+ * using v = ops.var(a);
+ * using p = a.var(0, { correction: 0 });
+ * assert.ok(Math.abs(v.item() - 5 / 3) < 1e-6 && p.item() === 1.25);
+ * ```
+ */
+function variance(x: Tensor, axis?: number | readonly number[], options?: VarOptions): Tensor {
+  return varianceOf("var", x, axis, options);
+}
+export { variance as var };
+
+/** The standard deviation over `axis`: the square root of `var` with the same options (`torch.std`). */
+export function std(x: Tensor, axis?: number | readonly number[], options?: VarOptions): Tensor {
+  return varianceOf("std", x, axis, options);
+}
+
+/**
+ * log Σ exp(x) over `axis` (every axis by default), computed as m + log Σ exp(x − m) with m the maximum (held
+ * constant for the gradient), as `torch.logsumexp`. A row whose maximum is infinite gives NaN here.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using a = Tensor.from([[1000, 1000]]);
+ * using l = ops.logsumexp(a, 1);
+ * assert.ok(Math.abs(l.item() - (1000 + Math.log(2))) < 1e-3);
+ * ```
+ */
+export function logsumexp(
+  x: Tensor,
+  axis?: number | readonly number[],
+  options?: ReduceOptions | boolean,
+): Tensor {
+  checkF32("logsumexp", x);
+  const keepDims = keepDimsOf("logsumexp", options);
+  const axes = reducedAxes("logsumexp", x, axis);
+  const m = max(x, axes, { keepDims: true }).detach();
+  const s = add(log(sum(exp(sub(x, m)), axes, { keepDims: true })), m);
+  return keepDims ? s : reshape(s, reducedShape(x.shape, axes, false));
+}
+
+/** Options of `norm`: the order `p` (2, 1 or Infinity), the axes and `keepDims`. */
+export interface NormOptions extends ReduceOptions {
+  /** The order: 2 (Euclidean), 1 (sum of magnitudes) or Infinity (largest magnitude). @default 2 */
+  readonly p?: number;
+  /** The axis or axes (every axis by default, the whole tensor as one vector). */
+  readonly axis?: number | readonly number[];
+}
+
+const NORM_KEYS = ["p", "axis", "keepDims"] as const;
+
+/**
+ * The vector norm over `axis` (every axis by default), as `torch.linalg.vector_norm`: p = 2 is √Σx², p = 1 is
+ * Σ|x|, p = Infinity is max |x|. A composition of differentiable ops (the 2-norm's gradient at a zero vector
+ * is NaN here, PyTorch's is 0).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using a = Tensor.from([[3, -4]]);
+ * using two = a.norm();
+ * using one = ops.norm(a, { p: 1, axis: 1 });
+ * assert.ok(two.item() === 5 && one.toNested()[0] === 7);
+ * ```
+ */
+export function norm(x: Tensor, options?: NormOptions): Tensor {
+  checkF32("norm", x);
+  const checked = checkOptions("norm", options, NORM_KEYS, { ord: "zigtensor spells it p" });
+  const keepDims = checkBoolean("norm", "keepDims", checked.keepDims, false);
+  const p = checked.p ?? 2;
+  const axes = reducedAxes("norm", x, checked.axis);
+  if (p === 2) return sqrt(sum(mul(x, x), axes, { keepDims }));
+  if (p === 1) return sum(abs(x), axes, { keepDims });
+  if (p === Infinity) return max(abs(x), axes, { keepDims });
+  throw new OptionError("norm", `p must be 2, 1 or Infinity, got ${describe(p)}`);
 }
 
 function softmaxFamily(op: SoftmaxOpName, x: Tensor, axis: number): Tensor {

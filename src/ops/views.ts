@@ -8,7 +8,7 @@
 import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { describe } from "../core/options.ts";
 import { dtypeInfo } from "../core/dtype.ts";
-import { formatShape } from "../core/shape.ts";
+import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { Tensor } from "../tensor.ts";
 import {
   expandView,
@@ -184,4 +184,84 @@ export function reshape(t: Tensor, shape: readonly number[]): Tensor {
   const packed = contiguous(t);
   const result = makeView("reshape", packed, tryReshapeView(meta(packed), target)!);
   return reshapeRecord(result, t);
+}
+
+// --- split and chunk (issue 12): views along one axis ---
+
+/**
+ * Views of `t` along `axis` (0 by default), as `torch.split`: a number gives pieces of that extent (the last
+ * may be shorter), an array gives the extents, which must add up to the axis. Each piece is a `slice`, so it
+ * shares `t`'s storage and passes gradients back.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using t = Tensor.from([1, 2, 3, 4, 5]);
+ * const pieces = ops.split(t, 2);
+ * assert.deepEqual(pieces.map((p) => p.toNested()), [[1, 2], [3, 4], [5]]);
+ * const [a, b] = ops.split(t, [1, 4]);
+ * assert.deepEqual([a.toNested(), b.toNested()], [[1], [2, 3, 4, 5]]);
+ * ```
+ */
+export function split(t: Tensor, sizeOrSizes: number | readonly number[], axis = 0): Tensor[] {
+  checkPlain("split", t);
+  const a = normalizeAxis("split", axis, t.rank, t.shape);
+  const extent = t.shape[a];
+  let sizes: number[];
+  if (typeof sizeOrSizes === "number") {
+    if (!Number.isInteger(sizeOrSizes) || sizeOrSizes < 1) {
+      throw new OptionError(
+        "split",
+        `the piece size must be a positive integer, got ${describe(sizeOrSizes)}`,
+      );
+    }
+    sizes = [];
+    for (let start = 0; start < extent; start += sizeOrSizes) {
+      sizes.push(Math.min(sizeOrSizes, extent - start));
+    }
+    if (extent === 0) sizes.push(0);
+  } else {
+    if (!Array.isArray(sizeOrSizes) || sizeOrSizes.some((s) => !Number.isInteger(s) || s < 0)) {
+      throw new OptionError("split", `sizes must be non-negative integers, got ${describe(sizeOrSizes)}`);
+    }
+    sizes = [...sizeOrSizes];
+    const total = sizes.reduce((n, s) => n + s, 0);
+    if (total !== extent) {
+      throw new TensorShapeError(
+        "split",
+        `sizes ${JSON.stringify(sizes)} add up to ${total}, not to the extent ${extent} of axis ${a} of ` +
+          formatShape(t.shape),
+        [t.shape],
+      );
+    }
+  }
+  let start = 0;
+  return sizes.map((size) => {
+    const piece = slice(t, a, start, start + size);
+    start += size;
+    return piece;
+  });
+}
+
+/**
+ * `n` views of `t` along `axis` (0 by default) of ⌈extent / n⌉ each, as `torch.chunk` (fewer when the extent
+ * runs out first).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using t = Tensor.from([[1, 2, 3], [4, 5, 6]]);
+ * const [left, right] = ops.chunk(t, 2, 1);
+ * assert.deepEqual([left.toNested(), right.toNested()], [[[1, 2], [4, 5]], [[3], [6]]]);
+ * ```
+ */
+export function chunk(t: Tensor, n: number, axis = 0): Tensor[] {
+  if (!Number.isInteger(n) || n < 1) {
+    throw new OptionError("chunk", `the number of chunks must be a positive integer, got ${describe(n)}`);
+  }
+  checkPlain("chunk", t);
+  const a = normalizeAxis("chunk", axis, t.rank, t.shape);
+  return split(t, Math.max(1, Math.ceil(t.shape[a] / n)), a);
 }

@@ -17,6 +17,7 @@ import {
   SoftmaxOp,
   UnaryOp,
 } from "../../src/kernels/types.ts";
+import { IndexOp, nativeIndex, referenceIndex } from "../../src/kernels/indexing.ts";
 import { type Fill, fillF32, OperandPool, randomShape, randomView, Rng, viewOffsets } from "./operands.ts";
 
 const f32 = new Float32Array(1);
@@ -317,8 +318,10 @@ export function reduceCase(
   force: { shape?: number[]; reduced?: number; mode?: ArithmeticMode; op?: ReduceOp; threads?: number } = {},
 ): Outputs {
   const rng = new Rng(seed);
-  const op = force.op ?? (rng.int(5) as ReduceOp);
-  const shape = force.shape ?? randomShape(rng, { allowEmpty: op <= ReduceOp.Mean });
+  const op = force.op ?? (rng.int(Object.keys(ReduceOp).length) as ReduceOp);
+  const indices = op === ReduceOp.ArgMax || op === ReduceOp.ArgMin;
+  const shape = force.shape ??
+    randomShape(rng, { allowEmpty: op <= ReduceOp.Mean || op === ReduceOp.Prod });
   const reduced = force.reduced ?? rng.int(shape.length + 1);
   const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
   const kept = shape.slice(0, shape.length - reduced);
@@ -328,8 +331,8 @@ export function reduceCase(
     a.data as Float32Array,
     op <= ReduceOp.Mean ? rng.pick(["mixed", "wide", "uniform"] as const) : "ties",
   );
-  const outRef = pool.operand(op === ReduceOp.ArgMax ? "i64" : "f32", randomView(rng, kept));
-  if (op === ReduceOp.ArgMax) (outRef.data as BigInt64Array).fill(-7n);
+  const outRef = pool.operand(indices ? "i64" : "f32", randomView(rng, kept));
+  if (indices) (outRef.data as BigInt64Array).fill(-7n);
   else fillF32(rng, outRef.data as Float32Array, "uniform");
   const outNat = pool.twin(outRef);
   referenceKernels.reduce(op, shape, reduced, outRef, a, settings);
@@ -460,12 +463,60 @@ export function conformanceRun(seed: number, count: number): ConformanceReport {
       reduceCase(pool, tally, seed + 5 * i + 2);
       softmaxCase(pool, tally, seed + 5 * i + 3);
       poolCase(pool, tally, seed + 5 * i + 4);
+      indexCase(pool, tally, 7_000_000 + seed + i);
       if (i % 16 === 15) pool.release();
     }
   } finally {
     pool.release();
   }
   return tally;
+}
+
+/**
+ * Runs one random indexing case (gather, scatter-add or cumsum, `src/kernels/indexing.ts`): random strides,
+ * broadcast inputs, I32 or I64 indices, and now and then an index out of range, which both kernels must refuse
+ * without writing. Always bitwise (the kernel is the same in both modes).
+ */
+export function indexCase(
+  pool: OperandPool,
+  tally: Tally,
+  seed: number,
+  force: { op?: IndexOp } = {},
+): Outputs {
+  const rng = new Rng(seed);
+  const op = force.op ?? (rng.int(Object.keys(IndexOp).length) as IndexOp);
+  const shape = randomShape(rng, { minRank: 1, maxRank: 4, allowEmpty: true });
+  const axis = rng.int(shape.length);
+  const bound = 1 + rng.int(6);
+  const settings = settingsFor(rng);
+  // The indexed operand: the iteration shape with `bound` along the axis (cumsum: the iteration shape).
+  const tableShape = shape.map((e, d) => (d === axis && op !== IndexOp.CumSum ? bound : e));
+  const writesTable = op === IndexOp.ScatterAdd;
+  const table = pool.operand("f32", randomView(rng, tableShape, { broadcast: !writesTable }));
+  const flat = pool.operand("f32", randomView(rng, shape, { broadcast: writesTable }));
+  fillF32(rng, table.data as Float32Array, "mixed");
+  fillF32(rng, flat.data as Float32Array, "mixed");
+  let index: KernelOperand | null = null;
+  if (op !== IndexOp.CumSum) {
+    const wide = rng.chance(0.5);
+    index = pool.operand(wide ? "i64" : "i32", randomView(rng, shape, { broadcast: true }));
+    const bad = rng.chance(0.1) ? rng.int(index.data.length) : -1;
+    for (let i = 0; i < index.data.length; i++) {
+      const v = i === bad ? rng.pick([-1, bound]) : rng.int(bound);
+      if (wide) (index.data as BigInt64Array)[i] = BigInt(v);
+      else (index.data as Int32Array)[i] = v;
+    }
+  }
+  const tableNat = pool.twin(table);
+  const flatNat = pool.twin(flat);
+  const okRef = referenceIndex(op, shape, axis, bound, table, flat, index, settings);
+  const okNat = nativeIndex(op, shape, axis, bound, tableNat, flatNat, index, settings);
+  const label = describe(`index (axis ${axis}, bound ${bound})`, op, shape, settings, seed);
+  if (okRef !== okNat) tally.failures.push(`${label}: reference says ${okRef}, native ${okNat}`);
+  tally.cases++;
+  return writesTable
+    ? compareOutputs(tally, label, tableShape, table, tableNat, bitwise, settings.mode === "exact")
+    : compareOutputs(tally, label, shape, flat, flatNat, bitwise, settings.mode === "exact");
 }
 
 /** Whether two runs' outputs are the same bits (NaNs equal). */

@@ -184,6 +184,200 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f64: ([a]) => R.reduce(a, [1], false, (v) => Math.max(...v)),
     },
   ],
+  // Reductions added with issue 12.
+  prod: [
+    {
+      name: "prod (axis)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.prod(a, 1),
+      f64: ([a]) => R.reduce(a, [1], false, (v) => v.reduce((s, x) => s * x, 1)),
+    },
+    {
+      name: "prod with one zero and two zeros per row",
+      shapes: [[2, 3]],
+      f32: ([a]) => ops.prod(ops.mul(a, Tensor.from([[1, 0, 1], [0, 1, 0]])), 1, { keepDims: true }),
+      f64: ([a]) =>
+        R.reduce(
+          R.zip(a, R.f64([2, 3], [1, 0, 1, 0, 1, 0]), (x, m) => x * m),
+          [1],
+          true,
+          (v) => v.reduce((s, x) => s * x, 1),
+        ),
+    },
+  ],
+  var: [
+    {
+      name: "var (axes, correction 1)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.var(a, 1),
+      f64: ([a]) => R.reduce(a, [1], false, (v) => varianceOf(v, 1)),
+    },
+    {
+      name: "var (all, correction 0, keepDims)",
+      shapes: [[2, 3]],
+      f32: ([a]) => ops.var(a, undefined, { correction: 0, keepDims: true }),
+      f64: ([a]) => R.reduce(a, [0, 1], true, (v) => varianceOf(v, 0)),
+    },
+  ],
+  std: [
+    {
+      name: "std",
+      shapes: [[4, 3]],
+      f32: ([a]) => ops.std(a, 0),
+      f64: ([a]) => R.reduce(a, [0], false, (v) => Math.sqrt(varianceOf(v, 1))),
+    },
+  ],
+  logsumexp: [
+    {
+      name: "logsumexp",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.logsumexp(a, 1),
+      f64: ([a]) => R.reduce(a, [1], false, (v) => Math.log(v.reduce((s, x) => s + Math.exp(x), 0))),
+    },
+  ],
+  norm: [
+    {
+      name: "norm (p 2, all)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.norm(a),
+      f64: ([a]) => R.reduce(a, [0, 1], false, (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0))),
+    },
+    {
+      name: "norm (p 1, axis)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.norm(a, { p: 1, axis: 1 }),
+      f64: ([a]) => R.reduce(a, [1], false, (v) => v.reduce((s, x) => s + Math.abs(x), 0)),
+    },
+    {
+      name: "norm (p Infinity, keepDims)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.norm(a, { p: Infinity, axis: 0, keepDims: true }),
+      f64: ([a]) => R.reduce(a, [0], true, (v) => Math.max(...v.map(Math.abs))),
+    },
+  ],
+  // Indexing along an axis (issue 12).
+  gather: [
+    {
+      name: "gather (axis 1, repeated indices)",
+      shapes: [[2, 3]],
+      f32: ([a]) => ops.gather(a, 1, Tensor.from([[2, 2, 0, 1], [1, 0, 0, 0]], { dtype: DType.I64 })),
+      f64: ([a]) => R.build([2, 4], ([i, j]) => a.data[i * 3 + [[2, 2, 0, 1], [1, 0, 0, 0]][i][j]]),
+    },
+  ],
+  indexSelect: [
+    {
+      name: "indexSelect (axis 0, I32)",
+      shapes: [[3, 2]],
+      f32: ([a]) => ops.indexSelect(a, 0, Tensor.from([2, 0, 2], { dtype: DType.I32 })),
+      f64: ([a]) => R.build([3, 2], ([i, j]) => a.data[[2, 0, 2][i] * 2 + j]),
+    },
+  ],
+  scatterAdd: [
+    {
+      name: "scatterAdd (axis 0, repeated indices)",
+      shapes: [[3, 2], [2, 2]],
+      f32: ([a, s]) => ops.scatterAdd(a, 0, Tensor.from([[2, 0], [2, 2]], { dtype: DType.I64 }), s),
+      f64: ([a, s]) =>
+        R.build([3, 2], ([i, j]) => {
+          const ids = [[2, 0], [2, 2]];
+          let v = a.data[i * 2 + j];
+          for (let k = 0; k < 2; k++) if (ids[k][j] === i) v += s.data[k * 2 + j];
+          return v;
+        }),
+    },
+  ],
+  stack: [
+    {
+      name: "stack (new last axis)",
+      shapes: [[2, 3], [2, 3]],
+      f32: ([a, b]) => ops.stack([a, b], -1),
+      f64: ([a, b]) => R.build([2, 3, 2], ([i, j, k]) => (k === 0 ? a : b).data[i * 3 + j]),
+    },
+  ],
+  split: [
+    {
+      name: "split (sizes, axis 1)",
+      shapes: [[2, 5]],
+      f32: ([a]) => ops.split(a, [2, 3], 1)[1],
+      f64: ([a]) => R.build([2, 3], ([i, j]) => a.data[i * 5 + 2 + j]),
+    },
+  ],
+  chunk: [
+    {
+      name: "chunk (last piece shorter)",
+      shapes: [[5, 2]],
+      f32: ([a]) => ops.chunk(a, 2)[1],
+      f64: ([a]) => R.build([2, 2], ([i, j]) => a.data[(3 + i) * 2 + j]),
+    },
+  ],
+  repeat: [
+    {
+      name: "repeat (a new leading axis)",
+      shapes: [[2, 3]],
+      f32: ([a]) => ops.repeat(a, [2, 1, 2]),
+      f64: ([a]) => R.build([2, 2, 6], ([, i, j]) => a.data[i * 3 + (j % 3)]),
+    },
+  ],
+  tril: [
+    {
+      name: "tril (batch, diagonal -1)",
+      shapes: [[2, 3, 4]],
+      f32: ([a]) => ops.tril(a, { diagonal: -1 }),
+      f64: ([a]) => R.build([2, 3, 4], ([b, i, j]) => (j - i <= -1 ? a.data[b * 12 + i * 4 + j] : 0)),
+    },
+  ],
+  triu: [
+    {
+      name: "triu (diagonal 1)",
+      shapes: [[3, 3]],
+      f32: ([a]) => ops.triu(a, { diagonal: 1 }),
+      f64: ([a]) => R.build([3, 3], ([i, j]) => (j - i >= 1 ? a.data[i * 3 + j] : 0)),
+    },
+  ],
+  pad: [
+    {
+      name: "pad (reflect, last two axes)",
+      shapes: [[1, 3, 3]],
+      f32: ([a]) => ops.pad(a, [2, 1, 1, 0], { mode: "reflect" }),
+      f64: ([a]) => {
+        const reflect = (i: number, n: number) => (i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i);
+        return R.build([1, 4, 6], ([, i, j]) => a.data[reflect(i - 1, 3) * 3 + reflect(j - 2, 3)]);
+      },
+    },
+    {
+      name: "pad (replicate and constant)",
+      shapes: [[2, 3]],
+      f32: ([a]) => ops.pad(ops.pad(a, [1, 2], { mode: "replicate" }), [0, 0, 1, 0], { value: 5 }),
+      f64: ([a]) =>
+        R.build([3, 6], ([i, j]) => (i === 0 ? 5 : a.data[(i - 1) * 3 + Math.min(2, Math.max(0, j - 1))])),
+    },
+  ],
+  maxWithIndices: [
+    {
+      name: "maxWithIndices (values)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.maxWithIndices(a, 1).values,
+      f64: ([a]) => R.reduce(a, [1], false, (v) => Math.max(...v)),
+    },
+  ],
+  minWithIndices: [
+    {
+      name: "minWithIndices (values, keepDims)",
+      shapes: [[3, 4]],
+      f32: ([a]) => ops.minWithIndices(a, 0, { keepDims: true }).values,
+      f64: ([a]) => R.reduce(a, [0], true, (v) => Math.min(...v)),
+    },
+  ],
+  cumsum: [
+    {
+      name: "cumsum (axis 1)",
+      shapes: [[2, 4]],
+      f32: ([a]) => ops.cumsum(a, 1),
+      f64: ([a]) =>
+        R.build([2, 4], ([i, j]) => a.data.slice(i * 4, i * 4 + j + 1).reduce((x, y) => x + y, 0)),
+      strided: true,
+    },
+  ],
   softmax: [
     {
       name: "softmax",
@@ -738,4 +932,10 @@ function lossTotal(terms: R.F64, scale: number): R.F64 {
 /** The differentiable operators of the table, by walking it. */
 export function differentiableOps(): DifferentiableOp[] {
   return (Object.keys(OPS) as OpName[]).filter((op): op is DifferentiableOp => OPS[op].grad !== "none");
+}
+
+/** The variance of `v` with `correction` (the f64 reference of `var` and `std`). */
+function varianceOf(v: number[], correction: number): number {
+  const m = v.reduce((s, x) => s + x, 0) / v.length;
+  return v.reduce((s, x) => s + (x - m) * (x - m), 0) / (v.length - correction);
 }

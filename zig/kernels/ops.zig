@@ -58,11 +58,13 @@ pub const ReduceOp = enum(i32) {
     max = 2, // ops.max
     min = 3, // ops.min
     arg_max = 4, // ops.argmax
+    arg_min = 5, // ops.argmin
+    prod = 6, // ops.prod
 
     /// Whether the op writes I64 indices: its dtype rule is `f32->i64`.
     pub fn writesI64(op: ReduceOp) bool {
         return switch (op) {
-            .arg_max => true,
+            .arg_max, .arg_min => true,
             else => false,
         };
     }
@@ -72,4 +74,11 @@ pub const ReduceOp = enum(i32) {
 pub const SoftmaxOp = enum(i32) {
     softmax = 0, // ops.softmax
     log_softmax = 1, // ops.logSoftmax
+};
+
+/// The `index` kernels (`zt_index_f32`), by the codes of the op table.
+pub const IndexOp = enum(i32) {
+    gather = 0, // ops.gather
+    scatter_add = 1, // ops.scatterAdd
+    cum_sum = 2, // ops.cumsum
 };

@@ -1,4 +1,4 @@
-//! Reductions over the trailing axes: sum, mean, max, min and argmax. The caller moves the reduced axes to
+//! Reductions over the trailing axes: sum, mean, max, min, argmax, argmin and prod. The caller moves the reduced axes to
 //! the end (a view), so the iteration shape is [kept..., reduced...]; operand 0 (the output) has strides for
 //! the kept axes, operand 1 for all of them, and `args.ints[0]` says how many trailing axes are reduced.
 //!
@@ -8,8 +8,9 @@
 //! large for its outputs to keep the threads busy (a full sum) splits its blocks across threads and still
 //! gives the same bits on every thread count. Max and min keep the first
 //! of equal values and return the first NaN; argmax returns the row-major position (within the reduced
-//! axes) of the first maximum, or of the first NaN. An empty sum is 0 and an empty mean NaN; the binding
-//! refuses empty max, min and argmax. Every output is computed in that order, in both modes, except that
+//! axes) of the first maximum, or of the first NaN, and argmin of the first minimum or NaN. Prod multiplies
+//! in f64 in ascending row-major order and rounds once. An empty sum is 0, an empty product 1 and an empty
+//! mean NaN; the binding refuses empty max, min, argmax and argmin. Every output is computed in that order, in both modes, except that
 //! fast-mode sums of rows that step by one add in vector lanes (still in f64).
 //!
 //! When the kept axes step by one in the input (a reduction over a leading axis, say) a vector's worth of
@@ -187,30 +188,49 @@ fn ExtremeRow(comptime is_max: bool) type {
     };
 }
 
-const ArgMaxRow = struct {
+/// The row-major position of the first maximum (or minimum), or of the first NaN.
+fn ArgRow(comptime is_max: bool) type {
+    return struct {
+        a: [*]const f32,
+        inner: *const Inner,
+        best: f32 = if (is_max) -std.math.inf(f32) else std.math.inf(f32),
+        index: i64 = 0,
+        position: i64 = 0,
+        done: bool = false,
+
+        pub fn row(self: *@This(), offsets: [1]isize) void {
+            if (self.done) return;
+            const p = ew.at([*]const f32, self.a, offsets[0]);
+            var o: isize = 0;
+            for (0..self.inner.len) |_| {
+                const v = ew.at([*]const f32, p, o)[0];
+                if (v != v) {
+                    self.index = self.position;
+                    self.done = true;
+                    return;
+                }
+                if (if (is_max) v > self.best else v < self.best) {
+                    self.best = v;
+                    self.index = self.position;
+                }
+                self.position += 1;
+                o += self.inner.stride;
+            }
+        }
+    };
+}
+
+/// The product in f64, in ascending row-major order (rounded once by the caller).
+const ProdRow = struct {
     a: [*]const f32,
     inner: *const Inner,
-    best: f32 = -std.math.inf(f32),
-    index: i64 = 0,
-    position: i64 = 0,
-    done: bool = false,
+    product: f64 = 1,
 
     pub fn row(self: *@This(), offsets: [1]isize) void {
-        if (self.done) return;
         const p = ew.at([*]const f32, self.a, offsets[0]);
         var o: isize = 0;
         for (0..self.inner.len) |_| {
-            const v = ew.at([*]const f32, p, o)[0];
-            if (v != v) {
-                self.index = self.position;
-                self.done = true;
-                return;
-            }
-            if (v > self.best) {
-                self.best = v;
-                self.index = self.position;
-            }
-            self.position += 1;
+            self.product *= ew.at([*]const f32, p, o)[0];
             o += self.inner.stride;
         }
     }
@@ -233,10 +253,15 @@ fn reduceOne(comptime op: ReduceOp, comptime exact: bool, a: [*]const f32, inner
             inner.rows.forEachRow(0, inner.rows.rowCount(), &visit);
             return visit.best;
         },
-        .arg_max => {
-            var visit: ArgMaxRow = .{ .a = base, .inner = inner };
+        .arg_max, .arg_min => {
+            var visit: ArgRow(op == .arg_max) = .{ .a = base, .inner = inner };
             inner.rows.forEachRow(0, inner.rows.rowCount(), &visit);
             return visit.index;
+        },
+        .prod => {
+            var visit: ProdRow = .{ .a = base, .inner = inner };
+            inner.rows.forEachRow(0, inner.rows.rowCount(), &visit);
+            return @floatCast(visit.product);
         },
     }
 }
@@ -280,7 +305,7 @@ fn GroupRow(comptime op: ReduceOp) type {
                             const take = if (op == .max) v > best else v < best;
                             self.best[g] = @select(f32, best != best, best, @select(f32, v != v, v, @select(f32, take, v, best)));
                         },
-                        .arg_max => comptime unreachable,
+                        .arg_max, .arg_min, .prod => comptime unreachable,
                     }
                 }
                 o += self.inner.stride;
@@ -299,7 +324,7 @@ fn reduceGroups(comptime op: ReduceOp, a: [*]const f32, inner: *const Inner, gro
             .sum => @floatCast(sum),
             .mean => @floatCast(sum / @as(V64, @splat(@floatFromInt(inner.count)))),
             .max, .min => visit.best[g],
-            .arg_max => comptime unreachable,
+            .arg_max, .arg_min, .prod => comptime unreachable,
         };
         const at: isize = @intCast(g * lanes);
         ew.scatter(f32, ew.at([*]f32, out, at * out_stride), out_stride, lanes, values);
@@ -318,7 +343,7 @@ fn ReduceSpan(comptime op: ReduceOp, comptime exact: bool) type {
 
         pub fn span(self: *const @This(), offsets: [2]isize, begin: usize, end: usize) void {
             var j = begin;
-            if (op != .arg_max and self.kept[1] == 1 and self.parallel == null) {
+            if ((op == .sum or op == .mean or op == .max or op == .min) and self.kept[1] == 1 and self.parallel == null) {
                 while (j + lanes <= end) {
                     const groups: usize = @min(max_groups, (end - j) / lanes);
                     const jj: isize = @intCast(j);
@@ -339,7 +364,7 @@ fn ReduceSpan(comptime op: ReduceOp, comptime exact: bool) type {
 /// `zt_reduce_f32`: reduces the trailing `args.ints[0]` axes of `args.shape`, `args.op` a `ReduceOp`
 /// (argmax writes i64). Assumes a validated shape, and a non-empty reduction for max, min and argmax.
 pub fn reduceF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8) callconv(.c) void {
-    std.debug.assert(args.op >= 0 and args.op <= @intFromEnum(ReduceOp.arg_max));
+    std.debug.assert(args.op >= 0 and args.op < @typeInfo(ReduceOp).@"enum".fields.len);
     const rank: usize = @intCast(args.rank);
     const reduced: usize = @intCast(args.ints[0]);
     std.debug.assert(reduced <= rank);
@@ -351,7 +376,7 @@ pub fn reduceF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8
     var count: usize = 1;
     for (shape[kept..]) |extent| count *= @intCast(extent);
     const inner: Inner = .{ .rows = &inner_rows, .len = inner_rows.rowLength(), .stride = inner_rows.innerStrides()[0], .count = count };
-    std.debug.assert(count > 0 or args.op <= @intFromEnum(ReduceOp.mean));
+    std.debug.assert(count > 0 or args.op <= @intFromEnum(ReduceOp.mean) or args.op == @intFromEnum(ReduceOp.prod));
     const outer = Rows(2).init(shape[0..kept], .{ &args.operands[0], &args.operands[1] });
     switch (@as(ReduceOp, @enumFromInt(args.op))) {
         inline else => |op| {
@@ -426,6 +451,24 @@ test "max, min and argmax take the first of equals and the first NaN" {
     try testing.expectEqual(@as(i64, 30), index[0]);
     reduceOnce(.min, 0, 1, &.{ 2, 15 }, 2, &.{}, &.{ 15, 1 }, @ptrCast(&out), &a);
     try testing.expectEqual(@as(f32, -1), out[0]);
+    a[3] = -2;
+    a[7] = -2;
+    reduceOnce(.arg_min, 0, 1, &.{30}, 1, &.{}, &.{1}, @ptrCast(&index), &a);
+    try testing.expectEqual(@as(i64, 3), index[0]);
+    // The NaN at 30 wins over the smaller values before it.
+    reduceOnce(.arg_min, 0, 1, &.{64}, 1, &.{}, &.{1}, @ptrCast(&index), &a);
+    try testing.expectEqual(@as(i64, 30), index[0]);
+}
+
+test "prod multiplies in f64 and rounds once; an empty product is 1" {
+    // 3 * (1 + 2^-23) * (1 - 2^-23) rounded once keeps 3; f32 steps would not.
+    const a = [_]f32{ 3, 1 + 0x1p-23, 1 - 0x1p-24, -2 };
+    var out: [1]f32 = undefined;
+    reduceOnce(.prod, 0, 1, &.{4}, 1, &.{}, &.{1}, @ptrCast(&out), &a);
+    const want: f64 = 3.0 * (1 + 0x1p-23) * (1 - 0x1p-24) * -2.0;
+    try testing.expectEqual(@as(f32, @floatCast(want)), out[0]);
+    reduceOnce(.prod, 0, 1, &.{0}, 1, &.{}, &.{1}, @ptrCast(&out), &a);
+    try testing.expectEqual(@as(f32, 1), out[0]);
 }
 
 test "a leading-axis reduction in vector groups gives the scalar loop's bits" {

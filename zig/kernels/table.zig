@@ -22,4 +22,5 @@ pub const KernelTable = extern struct {
     gemm: @import("gemm.zig").Table,
     movement: @import("movement.zig").Table,
     optim: @import("optim.zig").Table,
+    index: @import("index.zig").Table,
 };

@@ -1,0 +1,171 @@
+//! Indexing along one axis and the running sum: gather, scatter-add and cumsum over f32 data, with i32 or i64
+//! indices. One call walks the iteration shape `args.shape` in row-major order:
+//!
+//! - gather: `flat[p] = table[p with coordinate axis replaced by index[p]]`;
+//! - scatter_add: `table[p with coordinate axis replaced by index[p]] += flat[p]`, one f32 addition at a
+//!   time in row-major order of p (the order PyTorch's CPU kernel adds in);
+//! - cum_sum: `flat[p] = Σ table[q]` over the q that equal p except along axis, up to p's coordinate there,
+//!   added in f64 in ascending order and rounded once per output; the index is unused (may be null).
+//!
+//! Argument block: operand 0 = table (strides over the iteration shape; its stride along axis is applied to the
+//! index), 1 = flat, 2 = index; ints[0] = axis, ints[1] = the table's extent along axis (the bound of the
+//! indices), ints[2] = the index element size in bytes (4 or 8). Gather and scatter_add first check every index
+//! against [0, bound) and return 1, writing nothing, when one is outside; otherwise 0. Every result is the same
+//! in both arithmetic modes and on every ISA (scalar code, one thread), and equal to the TypeScript reference
+//! (`src/kernels/indexing.ts`).
+const std = @import("std");
+const abi = @import("../abi.zig");
+const table = @import("table.zig");
+const ew = @import("elementwise.zig");
+
+/// The operations, numbered by the op table (`zig/kernels/ops.zig`, generated from src/core/op_table.ts).
+pub const IndexOp = @import("ops.zig").IndexOp;
+
+/// One indexing call; see the file comment for the argument block.
+pub const IndexFn = *const fn (
+    rt: *const table.Runtime,
+    args: *const abi.ArgBlock,
+    tbl: [*]u8,
+    flat: [*]u8,
+    index: ?[*]const u8,
+) callconv(.c) i32;
+
+/// This family's entries in the kernel table.
+pub const Table = extern struct {
+    index_f32: IndexFn,
+};
+
+/// The family's table.
+pub const table_entries: Table = .{ .index_f32 = indexF32 };
+
+/// Offsets of `n` operands over a shape, advanced in row-major order.
+fn Odometer(comptime n: usize) type {
+    return struct {
+        coord: [abi.max_rank]i32 = @splat(0),
+        offsets: [n]isize,
+        strides: [n][abi.max_rank]i32,
+
+        fn next(self: *@This(), shape: []const i32) void {
+            var d = shape.len;
+            while (d > 0) {
+                d -= 1;
+                self.coord[d] += 1;
+                for (0..n) |k| self.offsets[k] += self.strides[k][d];
+                if (self.coord[d] < shape[d]) return;
+                for (0..n) |k| self.offsets[k] -= @as(isize, shape[d]) * self.strides[k][d];
+                self.coord[d] = 0;
+            }
+        }
+    };
+}
+
+fn readIndex(index: [*]const u8, bytes: i32, at: isize) i64 {
+    if (bytes == 8) return ew.at([*]const i64, @ptrCast(@alignCast(index)), at)[0];
+    return ew.at([*]const i32, @ptrCast(@alignCast(index)), at)[0];
+}
+
+/// `zt_index_f32`: see the file comment.
+pub fn indexF32(rt: *const table.Runtime, args: *const abi.ArgBlock, tbl_raw: [*]u8, flat_raw: [*]u8, index_raw: ?[*]const u8) callconv(.c) i32 {
+    _ = rt;
+    std.debug.assert(args.op >= 0 and args.op < @typeInfo(IndexOp).@"enum".fields.len);
+    const shape = args.shapeSlice();
+    const axis: usize = @intCast(args.ints[0]);
+    std.debug.assert(axis < shape.len);
+    const bound: i64 = args.ints[1];
+    const bytes = args.ints[2];
+    const tbl: [*]f32 = @ptrCast(@alignCast(tbl_raw));
+    const flat: [*]f32 = @ptrCast(@alignCast(flat_raw));
+    var total: usize = 1;
+    for (shape) |e| total *= @intCast(e);
+    if (total == 0) return 0;
+    const op: IndexOp = @enumFromInt(args.op);
+    if (op == .cum_sum) {
+        cumSum(args, shape, axis, tbl, flat);
+        return 0;
+    }
+    const index = index_raw.?;
+    // Every index first: nothing is written when one is out of range.
+    var check: Odometer(1) = .{ .offsets = .{args.operands[2].offset}, .strides = .{args.operands[2].strides} };
+    for (0..total) |_| {
+        const v = readIndex(index, bytes, check.offsets[0]);
+        if (v < 0 or v >= bound) return 1;
+        check.next(shape);
+    }
+    const axis_stride: isize = args.operands[0].strides[axis];
+    var table_strides = args.operands[0].strides;
+    table_strides[axis] = 0;
+    var walk: Odometer(3) = .{
+        .offsets = .{ args.operands[0].offset, args.operands[1].offset, args.operands[2].offset },
+        .strides = .{ table_strides, args.operands[1].strides, args.operands[2].strides },
+    };
+    for (0..total) |_| {
+        const at = walk.offsets[0] + @as(isize, @intCast(readIndex(index, bytes, walk.offsets[2]))) * axis_stride;
+        switch (op) {
+            .gather => ew.at([*]f32, flat, walk.offsets[1])[0] = ew.at([*]f32, tbl, at)[0],
+            .scatter_add => ew.at([*]f32, tbl, at)[0] += ew.at([*]f32, flat, walk.offsets[1])[0],
+            .cum_sum => unreachable,
+        }
+        walk.next(shape);
+    }
+    return 0;
+}
+
+fn cumSum(args: *const abi.ArgBlock, shape: []const i32, axis: usize, a: [*]const f32, out: [*]f32) void {
+    var outer: [abi.max_rank]i32 = undefined;
+    @memcpy(outer[0..shape.len], shape);
+    outer[axis] = 1;
+    var count: usize = 1;
+    for (outer[0..shape.len]) |e| count *= @intCast(e);
+    const len: usize = @intCast(shape[axis]);
+    const a_step: isize = args.operands[0].strides[axis];
+    const out_step: isize = args.operands[1].strides[axis];
+    var walk: Odometer(2) = .{
+        .offsets = .{ args.operands[0].offset, args.operands[1].offset },
+        .strides = .{ args.operands[0].strides, args.operands[1].strides },
+    };
+    for (0..count) |_| {
+        var sum: f64 = 0;
+        var ai = walk.offsets[0];
+        var oi = walk.offsets[1];
+        for (0..len) |_| {
+            sum += ew.at([*]const f32, a, ai)[0];
+            ew.at([*]f32, out, oi)[0] = @floatCast(sum);
+            ai += a_step;
+            oi += out_step;
+        }
+        walk.next(outer[0..shape.len]);
+    }
+}
+
+// --- tests ---
+
+const testing = std.testing;
+
+test "gather and scatter_add follow the index along the axis; an index out of range writes nothing" {
+    // table [2, 3] row-major; gather along axis 1 with index [[2, 0], [1, 1]].
+    var src = [_]f32{ 1, 2, 3, 4, 5, 6 };
+    const index = [_]i64{ 2, 0, 1, 1 };
+    var out: [4]f32 = @splat(-1);
+    var args = ew.testArgs(&.{ 2, 2 }, &.{ &.{ 3, 1 }, &.{ 2, 1 }, &.{ 2, 1 } }, &.{ 0, 0, 0 }, @intFromEnum(IndexOp.gather), 1, 1);
+    args.ints[0] = 1;
+    args.ints[1] = 3;
+    args.ints[2] = 8;
+    try testing.expectEqual(@as(i32, 0), indexF32(&ew.test_runtime, &args, @ptrCast(&src), @ptrCast(&out), @ptrCast(&index)));
+    try testing.expectEqualSlices(f32, &.{ 3, 1, 5, 5 }, &out);
+    args.op = @intFromEnum(IndexOp.scatter_add);
+    try testing.expectEqual(@as(i32, 0), indexF32(&ew.test_runtime, &args, @ptrCast(&src), @ptrCast(&out), @ptrCast(&index)));
+    try testing.expectEqualSlices(f32, &.{ 2, 2, 6, 4, 15, 6 }, &src);
+    const bad = [_]i32{ 0, 3, 0, 0 };
+    args.ints[2] = 4;
+    try testing.expectEqual(@as(i32, 1), indexF32(&ew.test_runtime, &args, @ptrCast(&src), @ptrCast(&out), @ptrCast(&bad)));
+    try testing.expectEqualSlices(f32, &.{ 2, 2, 6, 4, 15, 6 }, &src);
+}
+
+test "cum_sum adds in f64 and rounds each output once" {
+    var a = [_]f32{ 0x1p24, 1, 1, 2 };
+    var out: [4]f32 = undefined;
+    var args = ew.testArgs(&.{4}, &.{ &.{1}, &.{1} }, &.{ 0, 0 }, @intFromEnum(IndexOp.cum_sum), 1, 1);
+    args.ints[0] = 0;
+    try testing.expectEqual(@as(i32, 0), indexF32(&ew.test_runtime, &args, @ptrCast(&a), @ptrCast(&out), null));
+    try testing.expectEqualSlices(f32, &.{ 0x1p24, 0x1p24, 0x1p24 + 2, 0x1p24 + 4 }, &out);
+}
