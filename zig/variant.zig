@@ -8,6 +8,7 @@ const kernels: table.KernelTable = .{
     .gemm = @import("kernels/gemm.zig").table_entries,
     .movement = @import("kernels/movement.zig").table_entries,
     .optim = @import("kernels/optim.zig").table_entries,
+    .ctc = @import("kernels/ctc.zig").table_entries,
 };
 
 comptime {

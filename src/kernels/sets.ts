@@ -18,6 +18,7 @@ import {
   referenceQuantize,
 } from "./quant.ts";
 import { nativeOptimizerStep, referenceOptimizerStep } from "./optim.ts";
+import { nativeCtc, referenceCtc } from "./ctc.ts";
 
 /**
  * The native kernels (the default set).
@@ -49,6 +50,7 @@ export const nativeKernels: KernelSet = {
   dequantize: (format, blocks, out, a, settings) =>
     nativeDequantize(format as QuantFormat, blocks, out, a, settings.threads),
   optimizerStep: nativeOptimizerStep,
+  ctc: nativeCtc,
 };
 
 /**
@@ -78,4 +80,5 @@ export const referenceKernels: KernelSet = {
   quantize: (format, blocks, out, a) => referenceQuantize(format as QuantFormat, blocks, out, a),
   dequantize: (format, blocks, out, a) => referenceDequantize(format as QuantFormat, blocks, out, a),
   optimizerStep: referenceOptimizerStep,
+  ctc: referenceCtc,
 };

@@ -11,6 +11,7 @@ import type { NativePointer } from "../native/symbols.ts";
 import type { DType, TypedArray } from "../core/dtype.ts";
 import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table.ts";
 import type { OptimizerStepKernel } from "./optim.ts";
+import type { CtcKernel } from "./ctc.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -216,5 +217,11 @@ export interface OptimizerKernels {
   readonly optimizerStep: OptimizerStepKernel;
 }
 
-/** A complete kernel set: compute, data movement and the optimizer update. */
-export type KernelSet = TensorKernels & MovementKernels & BlockKernels & OptimizerKernels;
+/** The sequence-loss kernels (src/kernels/ctc.ts). */
+export interface SequenceKernels {
+  /** The CTC loss of a batch and, when wanted, its gradient. */
+  readonly ctc: CtcKernel;
+}
+
+/** A complete kernel set: compute, data movement, the optimizer update and the sequence kernels. */
+export type KernelSet = TensorKernels & MovementKernels & BlockKernels & OptimizerKernels & SequenceKernels;

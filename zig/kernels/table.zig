@@ -22,4 +22,5 @@ pub const KernelTable = extern struct {
     gemm: @import("gemm.zig").Table,
     movement: @import("movement.zig").Table,
     optim: @import("optim.zig").Table,
+    ctc: @import("ctc.zig").Table,
 };

@@ -1,0 +1,224 @@
+//! The CTC loss (Graves' forward-backward algorithm) in log space, in f64, with no allocation: α once for the
+//! loss and, when the caller wants the gradient, β once for it, so that the backward pass is one product with
+//! the output gradient. Every step is an f64 operation or the f64 `exp`/`log` of math.zig (one algorithm on
+//! every ISA), in a fixed order per sequence, so the result is the same bits on every ISA, for every thread
+//! count, in both arithmetic modes; the TypeScript reference (`src/kernels/ctc.ts`) spells out the same
+//! recursion with `Math.exp`/`Math.log` and agrees within an f32 ulp.
+//!
+//! Argument block: ints[0..8] = T, N, C, blank, reduction (0 none, 1 mean, 2 sum), zeroInfinity, wantGrad,
+//! S (the widest extended target, 2·max target length + 1); ints[8..12] = the element offsets of logProbs,
+//! meta, out and grad; ints[12] = the f64 offset of the workspace.
+//! logProbs: contiguous f32 [T, N, C]. meta (i32): input lengths [N], target lengths [N], label starts [N],
+//! then the labels concatenated. out: f32, [N] for reduction none, else one value. grad (wantGrad only):
+//! f32 [T, N, C], every element written: the derivative of the reduced loss (times 1 for none) with respect
+//! to logProbs. Workspace: f64, N · (T·S·(wantGrad ? 2 : 1) + C) + N elements.
+const std = @import("std");
+const abi = @import("../abi.zig");
+const table = @import("table.zig");
+const math = @import("math.zig");
+
+/// The CTC loss of a batch; see the file comment for the argument block.
+pub const CtcFn = *const fn (
+    rt: *const table.Runtime,
+    args: *const abi.ArgBlock,
+    log_probs: [*]const f32,
+    meta: [*]const i32,
+    out: [*]f32,
+    grad: ?[*]f32,
+    work: [*]f64,
+) callconv(.c) void;
+
+/// This family's entries in the kernel table.
+pub const Table = extern struct {
+    ctc_f32: CtcFn,
+};
+
+pub const table_entries: Table = .{ .ctc_f32 = ctcF32 };
+
+const neg_inf = -std.math.inf(f64);
+
+/// log(eᵃ + eᵇ), exact for −∞.
+fn logAdd(a: f64, b: f64) f64 {
+    if (a == neg_inf) return b;
+    if (b == neg_inf) return a;
+    const m = if (a > b) a else b;
+    return m + math.log(math.exp(a - m) + math.exp(b - m));
+}
+
+const Problem = struct {
+    steps: usize,
+    batch: usize,
+    classes: usize,
+    blank: usize,
+    reduction: i32,
+    zero_infinity: bool,
+    width: usize,
+    stride: usize,
+    log_probs: [*]const f32,
+    meta: [*]const i32,
+    grad: ?[*]f32,
+    work: [*]f64,
+
+    fn at(p: *const Problem, i: usize) usize {
+        return @intCast(p.meta[i]);
+    }
+
+    fn lp(p: *const Problem, t: usize, n: usize, c: usize) f64 {
+        return p.log_probs[(t * p.batch + n) * p.classes + c];
+    }
+
+    fn scale(p: *const Problem, n: usize) f64 {
+        if (p.reduction != 1) return 1;
+        const length = @max(p.at(p.batch + n), 1);
+        return 1.0 / @as(f64, @floatFromInt(p.batch * length));
+    }
+
+    /// The loss of sequence n into work's tail and, when wanted, its rows of the gradient.
+    fn sequence(p: *const Problem, n: usize) void {
+        const inputs = p.at(n);
+        const labels = p.meta + 3 * p.batch + p.at(2 * p.batch + n);
+        const s_len = 2 * p.at(p.batch + n) + 1;
+        const ext = struct {
+            fn of(blank: usize, l: [*]const i32, s: usize) usize {
+                return if (s % 2 == 0) blank else @intCast(l[s / 2]);
+            }
+        }.of;
+        const alpha = p.work + n * p.stride;
+        for (0..inputs) |t| {
+            const row = alpha + t * s_len;
+            for (0..s_len) |s| {
+                var sum: f64 = undefined;
+                if (t == 0) {
+                    sum = if (s < 2) 0 else neg_inf;
+                } else {
+                    const prev = alpha + (t - 1) * s_len;
+                    sum = logAdd(prev[s], if (s >= 1) prev[s - 1] else neg_inf);
+                    if (canSkip(labels, s)) sum = logAdd(sum, prev[s - 2]);
+                }
+                row[s] = if (sum == neg_inf) neg_inf else sum + p.lp(t, n, ext(p.blank, labels, s));
+            }
+        }
+        var nll: f64 = undefined;
+        if (inputs == 0) {
+            nll = if (s_len == 1) 0 else std.math.inf(f64);
+        } else {
+            const last = alpha + (inputs - 1) * s_len;
+            nll = -logAdd(last[s_len - 1], if (s_len >= 2) last[s_len - 2] else neg_inf);
+        }
+        const infinite = nll == std.math.inf(f64);
+        p.work[p.batch * p.stride + n] = if (p.zero_infinity and infinite) 0 else nll;
+        const grad = p.grad orelse return;
+        for (0..p.steps) |t| @memset(grad[(t * p.batch + n) * p.classes ..][0..p.classes], 0);
+        if (inputs == 0 or (p.zero_infinity and infinite)) return;
+        const beta = alpha + p.steps * p.width;
+        const sums = beta + p.steps * p.width;
+        const factor = p.scale(n);
+        var t = inputs;
+        while (t > 0) {
+            t -= 1;
+            const row = beta + t * s_len;
+            for (0..s_len) |s| {
+                var sum: f64 = undefined;
+                if (t == inputs - 1) {
+                    sum = if (s + 2 >= s_len) 0 else neg_inf;
+                } else {
+                    const next = beta + (t + 1) * s_len;
+                    sum = logAdd(next[s], if (s + 1 < s_len) next[s + 1] else neg_inf);
+                    if (s + 2 < s_len and canSkip(labels, s + 2)) sum = logAdd(sum, next[s + 2]);
+                }
+                row[s] = if (sum == neg_inf) neg_inf else sum + p.lp(t, n, ext(p.blank, labels, s));
+            }
+            const a_row = alpha + t * s_len;
+            @memset(sums[0..p.classes], neg_inf);
+            for (0..s_len) |s| {
+                const c = ext(p.blank, labels, s);
+                sums[c] = logAdd(sums[c], a_row[s] + row[s]);
+            }
+            const g = grad + (t * p.batch + n) * p.classes;
+            for (0..p.classes) |c| {
+                // A class no path visits at step t has no gradient, even where its probability is 0.
+                if (sums[c] == neg_inf) continue;
+                const occupancy = math.exp(sums[c] - p.lp(t, n, c) + nll);
+                g[c] = @floatCast(-occupancy * factor);
+            }
+        }
+    }
+};
+
+/// Whether the recursion may skip from extended position s − 2 to s (a label that differs from the last one).
+fn canSkip(labels: [*]const i32, s: usize) bool {
+    return s >= 2 and s % 2 == 1 and labels[s / 2] != labels[s / 2 - 1];
+}
+
+fn ctcF32(
+    rt: *const table.Runtime,
+    args: *const abi.ArgBlock,
+    log_probs: [*]const f32,
+    meta: [*]const i32,
+    out: [*]f32,
+    grad: ?[*]f32,
+    work: [*]f64,
+) callconv(.c) void {
+    for (args.ints[0..13]) |v| std.debug.assert(v >= 0);
+    const u = struct {
+        fn of(v: i32) usize {
+            return @intCast(v);
+        }
+    }.of;
+    const steps = u(args.ints[0]);
+    const width = u(args.ints[7]);
+    const want_grad = args.ints[6] != 0;
+    const p: Problem = .{
+        .steps = steps,
+        .batch = u(args.ints[1]),
+        .classes = u(args.ints[2]),
+        .blank = u(args.ints[3]),
+        .reduction = args.ints[4],
+        .zero_infinity = args.ints[5] != 0,
+        .width = width,
+        .stride = steps * width * @as(usize, if (want_grad) 2 else 1) + u(args.ints[2]),
+        .log_probs = log_probs + u(args.ints[8]),
+        .meta = meta + u(args.ints[9]),
+        .grad = if (want_grad) grad.? + u(args.ints[11]) else null,
+        .work = work + u(args.ints[12]),
+    };
+    const Job = struct {
+        fn run(context: *anyopaque, task: u32) callconv(.c) void {
+            const problem: *const Problem = @ptrCast(@alignCast(context));
+            problem.sequence(task);
+        }
+    };
+    if (p.batch > 0) {
+        const threads: usize = @max(1, @min(u(@max(args.threads, 1)), p.batch));
+        rt.parallelFor(@ptrCast(@constCast(&p)), @intCast(p.batch), @intCast(threads), Job.run);
+    }
+    const o = out + u(args.ints[10]);
+    const losses = p.work + p.batch * p.stride;
+    if (p.reduction == 0) {
+        for (0..p.batch) |n| o[n] = @floatCast(losses[n]);
+    } else {
+        var total: f64 = 0;
+        for (0..p.batch) |n| total += losses[n] * p.scale(n);
+        o[0] = @floatCast(total);
+    }
+}
+
+// --- tests ---
+
+const testing = std.testing;
+
+test "two uniform steps over {blank, a}: the loss of \"a\" is −log(3/4) and its gradient sums to −1 per step" {
+    var args = std.mem.zeroes(abi.ArgBlock);
+    args.threads = 1;
+    const half: f32 = @floatCast(@log(0.5));
+    const lp = [_]f32{ half, half, half, half };
+    const meta = [_]i32{ 2, 1, 0, 1 };
+    var out = [_]f32{0};
+    var grad = [_]f32{ 9, 9, 9, 9 };
+    var work: [1 * (2 * 2 * 3 + 2) + 1]f64 = undefined;
+    args.ints[0..8].* = .{ 2, 1, 2, 0, 2, 0, 1, 3 };
+    ctcF32(&@import("elementwise.zig").test_runtime, &args, &lp, &meta, &out, &grad, &work);
+    try testing.expectApproxEqAbs(-@log(0.75), @as(f64, out[0]), 1e-6);
+    // Occupancies at each step: blank 1/3, a 2/3 of the three paths ("aa", "a_", "_a") weighted by 1/0.5.
+    for (0..2) |t| try testing.expectApproxEqAbs(@as(f32, -1.0 / 0.5), grad[2 * t] + grad[2 * t + 1], 1e-6);
+}
