@@ -48,10 +48,13 @@ export type CtcKernel = (
   settings: ComputeSettings,
 ) => void;
 
-/** The f64 elements of scratch the kernel needs: per sequence α (and β) [T, S] and C class sums; N losses. */
+/**
+ * The f64 elements of scratch the kernel needs: per sequence α (and β) [T, S + 4] (rows padded with −∞ on
+ * both sides), one row of log-probabilities, S + 2 skip terms and C class sums; then N losses.
+ */
 export function ctcWorkspace(params: CtcParams, wantGrad: boolean): number {
   const { steps, batch, classes, width } = params;
-  return batch * (steps * width * (wantGrad ? 2 : 1) + classes) + batch;
+  return batch * (steps * (width + 4) * (wantGrad ? 2 : 1) + 2 * width + 2 + classes) + batch;
 }
 
 const MODE = { fast: 0, exact: 1 } as const;
@@ -83,50 +86,72 @@ export const nativeCtc: CtcKernel = (params, logProbs, meta, out, grad, work, se
   );
 };
 
-/** log(eᵃ + eᵇ), exact for −∞. */
-function logAdd(a: number, b: number): number {
-  if (a === -Infinity) return b;
-  if (b === -Infinity) return a;
-  const m = a > b ? a : b;
-  return m + Math.log(Math.exp(a - m) + Math.exp(b - m));
+/** log(eᵃ + eᵇ + eᶜ) = m + log(e^(a−m) + e^(b−m) + e^(c−m)) with m the largest (−∞ when all are). */
+function logSum3(a: number, b: number, c: number): number {
+  const m1 = a > b ? a : b;
+  const m = m1 > c ? m1 : c;
+  if (m === -Infinity) return -Infinity;
+  return m + Math.log(Math.exp(a - m) + Math.exp(b - m) + Math.exp(c - m));
 }
 
-/** The reference CTC kernel: the native kernel's recursion and order, in TypeScript. */
+/** One recursion step: the log-sum of three neighbours plus the step's log-probability, −∞ where the sum is. */
+function cell(a: number, b: number, c: number, lp: number): number {
+  const sum = logSum3(a, b, c);
+  return sum === -Infinity ? -Infinity : sum + lp;
+}
+
+/** The reference CTC kernel: the native kernel's recursion, layout and order, in TypeScript. */
 export const referenceCtc: CtcKernel = (params, logProbs, meta, out, grad, work) => {
   const { steps, batch, classes, blank, reduction, zeroInfinity, width } = params;
   const lpData = logProbs.data as Float32Array;
   const m = meta.data as Int32Array;
   const w = work.data as Float64Array;
-  const stride = steps * width * (grad === null ? 1 : 2) + classes;
+  const r = width + 4;
+  const stride = steps * r * (grad === null ? 1 : 2) + 2 * width + 2 + classes;
   const losses = work.offset + batch * stride;
   const at = (i: number) => m[meta.offset + i];
-  const lp = (t: number, n: number, c: number) => lpData[logProbs.offset + (t * batch + n) * classes + c];
   const scale = (n: number) => (reduction === 1 ? 1 / (batch * Math.max(at(batch + n), 1)) : 1);
   for (let n = 0; n < batch; n++) {
     const inputs = at(n);
     const labels = 3 * batch + at(2 * batch + n);
     const sLen = 2 * at(batch + n) + 1;
     const ext = (s: number) => (s % 2 === 0 ? blank : at(labels + (s >> 1)));
-    const canSkip = (s: number) =>
-      s >= 2 && s % 2 === 1 && at(labels + (s >> 1)) !== at(labels + (s >> 1) - 1);
     const alpha = work.offset + n * stride;
+    const beta = alpha + steps * r;
+    const lpe = alpha + steps * r * (grad === null ? 1 : 2);
+    const skip = lpe + width;
+    const sums = skip + width + 2;
+    for (let s = 0; s < sLen + 2; s++) {
+      const ok = s >= 2 && s < sLen && s % 2 === 1 && at(labels + (s >> 1)) !== at(labels + (s >> 1) - 1);
+      w[skip + s] = ok ? 0 : -Infinity;
+    }
+    const gather = (t: number) => {
+      const base = logProbs.offset + (t * batch + n) * classes;
+      for (let s = 0; s < sLen; s++) w[lpe + s] = lpData[base + ext(s)];
+    };
+    const pad = (row: number) => {
+      w[row] =
+        w[row + 1] =
+        w[row + 2 + sLen] =
+        w[row + 3 + sLen] =
+          -Infinity;
+    };
     for (let t = 0; t < inputs; t++) {
+      const row = alpha + t * r;
+      pad(row);
+      gather(t);
+      const prev = alpha + (t - 1) * r;
       for (let s = 0; s < sLen; s++) {
-        let sum: number;
-        if (t === 0) sum = s < 2 ? 0 : -Infinity;
-        else {
-          const prev = alpha + (t - 1) * sLen;
-          sum = logAdd(w[prev + s], s >= 1 ? w[prev + s - 1] : -Infinity);
-          if (canSkip(s)) sum = logAdd(sum, w[prev + s - 2]);
-        }
-        w[alpha + t * sLen + s] = sum === -Infinity ? -Infinity : sum + lp(t, n, ext(s));
+        w[row + 2 + s] = t === 0
+          ? (s < 2 ? 0 + w[lpe + s] : -Infinity)
+          : cell(w[prev + 2 + s], w[prev + 1 + s], w[prev + s] + w[skip + s], w[lpe + s]);
       }
     }
     let nll: number;
     if (inputs === 0) nll = sLen === 1 ? 0 : Infinity;
     else {
-      const last = alpha + (inputs - 1) * sLen;
-      nll = -logAdd(w[last + sLen - 1], sLen >= 2 ? w[last + sLen - 2] : -Infinity);
+      const last = alpha + (inputs - 1) * r + 2;
+      nll = -logSum3(w[last + sLen - 1], w[last + sLen - 2], -Infinity);
     }
     const infinite = nll === Infinity;
     w[losses + n] = zeroInfinity && infinite ? 0 : nll;
@@ -136,32 +161,29 @@ export const referenceCtc: CtcKernel = (params, logProbs, meta, out, grad, work)
       g.fill(0, grad.offset + (t * batch + n) * classes, grad.offset + (t * batch + n + 1) * classes);
     }
     if (inputs === 0 || (zeroInfinity && infinite)) continue;
-    const beta = alpha + steps * width;
-    const sums = beta + steps * width;
     const factor = scale(n);
     for (let t = inputs - 1; t >= 0; t--) {
-      const row = beta + t * sLen;
+      const row = beta + t * r;
+      pad(row);
+      gather(t);
+      const next = beta + (t + 1) * r;
       for (let s = 0; s < sLen; s++) {
-        let sum: number;
-        if (t === inputs - 1) sum = s + 2 >= sLen ? 0 : -Infinity;
-        else {
-          const next = beta + (t + 1) * sLen;
-          sum = logAdd(w[next + s], s + 1 < sLen ? w[next + s + 1] : -Infinity);
-          if (s + 2 < sLen && canSkip(s + 2)) sum = logAdd(sum, w[next + s + 2]);
-        }
-        w[row + s] = sum === -Infinity ? -Infinity : sum + lp(t, n, ext(s));
+        w[row + 2 + s] = t === inputs - 1
+          ? (s + 2 >= sLen ? 0 + w[lpe + s] : -Infinity)
+          : cell(w[next + 2 + s], w[next + 3 + s], w[next + 4 + s] + w[skip + 2 + s], w[lpe + s]);
       }
-      w.fill(-Infinity, sums, sums + classes);
+      // Each position's share of the paths through step t over the probability there, into α's row.
+      const aRow = alpha + t * r + 2;
       for (let s = 0; s < sLen; s++) {
-        const c = ext(s);
-        w[sums + c] = logAdd(w[sums + c], w[alpha + t * sLen + s] + w[row + s]);
+        const e = w[aRow + s] + w[row + 2 + s];
+        w[aRow + s] = e === -Infinity ? 0 : Math.exp(e - w[lpe + s] + nll);
       }
+      w.fill(0, sums, sums + classes);
+      for (let s = 0; s < sLen; s++) w[sums + ext(s)] += w[aRow + s];
       const base = grad.offset + (t * batch + n) * classes;
       for (let c = 0; c < classes; c++) {
         // A class no path visits at step t has no gradient, even where its probability is 0 (lp = −∞).
-        if (w[sums + c] === -Infinity) continue;
-        const occupancy = Math.exp(w[sums + c] - lp(t, n, c) + nll);
-        g[base + c] = -occupancy * factor;
+        if (w[sums + c] !== 0) g[base + c] = -w[sums + c] * factor;
       }
     }
   }
