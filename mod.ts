@@ -95,6 +95,7 @@ export type {
   OptimizerKernels,
   Pool2dParams,
   ScatterKernels,
+  SequenceKernels,
   SpanOperand,
   TensorKernels,
 } from "./src/kernels/types.ts";
@@ -104,6 +105,7 @@ export type { KernelCodes } from "./src/core/op_types.ts";
 export type { OptimAlgorithm, OptimizerStep, OptimizerStepKernel } from "./src/kernels/optim.ts";
 export type { IndexKernels } from "./src/kernels/types.ts";
 export type { IndexKernel, IndexOp } from "./src/kernels/indexing.ts";
+export type { CtcKernel, CtcParams } from "./src/kernels/ctc.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {

@@ -211,6 +211,14 @@ export fn zt_index_f32(args: *const abi.ArgBlock, tbl: *anyopaque, flat: *anyopa
     return dispatch.active().index.index_f32(&ThreadPool.runtime, args, @ptrCast(tbl), @ptrCast(flat), @ptrCast(index));
 }
 
+// Sequence losses
+
+/// The CTC loss of a batch, and its gradient when wanted (zig/kernels/ctc.zig documents the argument block);
+/// `grad` may be null when ints[6] (wantGrad) is 0.
+export fn zt_ctc_f32(args: *const abi.ArgBlock, log_probs: *const anyopaque, meta: *const anyopaque, out: *anyopaque, grad: ?*anyopaque, work: *anyopaque) void {
+    dispatch.active().ctc.ctc_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(log_probs)), @ptrCast(@alignCast(meta)), @ptrCast(@alignCast(out)), @ptrCast(@alignCast(grad)), @ptrCast(@alignCast(work)));
+}
+
 // --- benchmark only: the machine's limits, measured by the selected variant (zig/bench.zig) ---
 
 export fn zt_bench_fma_f32(iterations: u32) f64 {

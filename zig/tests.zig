@@ -17,6 +17,7 @@ comptime {
     _ = @import("kernels/gemm.zig");
     _ = @import("kernels/optim.zig");
     _ = @import("kernels/index.zig");
+    _ = @import("kernels/ctc.zig");
     _ = @import("bench.zig");
     // data movement
     _ = @import("movement/copy.zig");

@@ -9,6 +9,7 @@ const kernels: table.KernelTable = .{
     .movement = @import("kernels/movement.zig").table_entries,
     .optim = @import("kernels/optim.zig").table_entries,
     .index = @import("kernels/index.zig").table_entries,
+    .ctc = @import("kernels/ctc.zig").table_entries,
 };
 
 comptime {

@@ -141,16 +141,10 @@ export interface RecordAttributes {
   NllLoss: { readonly ignoreIndex: number };
   /** The padding index of an embedding (−1 for none). */
   Embedding: { readonly paddingIdx: number };
-  /** A CTC loss: blank, reduction and each sequence's length and labels. */
+  /** A CTC loss: its reduction (the saved gradient already holds each sequence's factor). */
   CtcLoss: {
-    /** The blank label. */
-    readonly blank: number;
     /** 0 none, 1 mean, 2 sum. */
     readonly reduction: number;
-    /** Whether infinite losses are zeroed. */
-    readonly zeroInfinity: boolean;
-    /** Each sequence's input length and labels. */
-    readonly sequences: readonly { readonly inputLength: number; readonly labels: readonly number[] }[];
   };
   // Issue 12's parameterized element-wise ops (f32 values of their parameters).
   /** softplus's beta and threshold. */

@@ -277,10 +277,9 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   },
   // Each looked-up row's gradient is added to its table row, in lookup order, except the padding row's.
   Embedding: (r, g) => [embeddingBackward(g, r.savedTensor(0), r.inputShape(0), r.attrs.paddingIdx)],
-  // d(−log p)/d lp[t, n, c] = −Σ_{s: l′ₛ = c} α_t(s)·β_t(s) / (y_t(c)·p), by forward-backward in f64, times
-  // the reduction factor and g (slot 0: the log-probabilities; attributes: blank, reduction, zeroInfinity and
-  // each sequence's input length and labels).
-  CtcLoss: (r, g) => [ctcLossBackward(r.savedTensor(0), r.attrs, Array.from(g.toArray() as Float32Array))],
+  // d(−log p)/d lp[t, n, c] = −Σ_{s: l′ₛ = c} α_t(s)·β_t(s) / (y_t(c)·p), computed by the forward pass's
+  // kernel in f64 times the reduction factor (slot 0), times g here (attribute: the reduction).
+  CtcLoss: (r, g) => [ctcLossBackward(r.savedTensor(0), r.attrs, g)],
   // --- Issue 12's element-wise ops, PyTorch's formulas ---
   // d ln(1 + x) = g/(x + 1) (slot 0: x).
   Log1p: (r, g) => [div(g, add(r.savedTensor(0), 1))],

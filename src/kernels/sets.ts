@@ -20,6 +20,7 @@ import {
 import { nativeOptimizerStep, referenceOptimizerStep } from "./optim.ts";
 import { nativeIndexAdd, referenceIndexAdd } from "./scatter.ts";
 import { nativeIndex, referenceIndex } from "./indexing.ts";
+import { nativeCtc, referenceCtc } from "./ctc.ts";
 
 /**
  * The native kernels (the default set).
@@ -53,6 +54,7 @@ export const nativeKernels: KernelSet = {
   optimizerStep: nativeOptimizerStep,
   indexAdd: nativeIndexAdd,
   index: nativeIndex,
+  ctc: nativeCtc,
 };
 
 /**
@@ -84,4 +86,5 @@ export const referenceKernels: KernelSet = {
   optimizerStep: referenceOptimizerStep,
   indexAdd: (params, out, src, index) => referenceIndexAdd(params, out, src, index),
   index: referenceIndex,
+  ctc: referenceCtc,
 };

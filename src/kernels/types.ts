@@ -12,6 +12,7 @@ import type { NativePointer } from "../native/symbols.ts";
 import type { DType, TypedArray } from "../core/dtype.ts";
 import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table.ts";
 import type { OptimizerStepKernel } from "./optim.ts";
+import type { CtcKernel } from "./ctc.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -265,11 +266,18 @@ export interface IndexKernels {
   readonly index: IndexKernel;
 }
 
-/** A complete kernel set: compute, data movement, the optimizer update, scatter and indexing. */
+/** The sequence-loss kernels (src/kernels/ctc.ts). */
+export interface SequenceKernels {
+  /** The CTC loss of a batch and, when wanted, its gradient. */
+  readonly ctc: CtcKernel;
+}
+
+/** A complete kernel set: compute, data movement, the optimizer update, scatter, indexing and sequences. */
 export type KernelSet =
   & TensorKernels
   & MovementKernels
   & BlockKernels
   & OptimizerKernels
   & ScatterKernels
-  & IndexKernels;
+  & IndexKernels
+  & SequenceKernels;

@@ -1,7 +1,8 @@
 /**
  * Sequence operators: single-layer LSTM and GRU (batch-first, PyTorch's gate order and weight shapes), built
  * step by step from linear, slices and the element-wise functions, whose records carry the gradient; and the
- * CTC loss, computed by the forward-backward algorithm in f64 in TypeScript with a record of its own.
+ * CTC loss, computed by the forward-backward algorithm in f64 by one kernel call (`src/kernels/ctc.ts`,
+ * `zig/kernels/ctc.zig`) with a record of its own.
  *
  * @module
  */
@@ -16,7 +17,10 @@ import { add, mul, sigmoid, sub, tanh } from "./elementwise.ts";
 import { checkF32, checkParameter, newOutput } from "./common.ts";
 import { linear } from "./linalg.ts";
 import { concat } from "./nn.ts";
-import { select, slice, unsqueeze } from "./views.ts";
+import { reshape, select, slice, unsqueeze } from "./views.ts";
+import { contiguous } from "./copy.ts";
+import { computeSettings, GradMode, kernels } from "../context.ts";
+import { type CtcParams, ctcWorkspace } from "../kernels/ctc.ts";
 
 /** The parameters of one recurrent layer, PyTorch's `weight_ih_l0` and friends (gates stacked on axis 0). */
 export interface RnnWeights {
@@ -325,101 +329,15 @@ function checkCtc(
   return { steps, batch, classes, blank, sequences };
 }
 
-/** log(eᵃ + eᵇ), exact for −∞. */
-function logAdd(a: number, b: number): number {
-  if (a === -Infinity) return b;
-  if (b === -Infinity) return a;
-  const m = Math.max(a, b);
-  return m + Math.log(Math.exp(a - m) + Math.exp(b - m));
-}
-
-/** Reads log-probabilities [T, N, C] as f64, row-major. */
-type LogProb = (t: number, n: number, c: number) => number;
-
-function extended(labels: readonly number[], blank: number): number[] {
-  const out = [blank];
-  for (const label of labels) out.push(label, blank);
-  return out;
-}
-
-/** Whether the recursion may skip from extended position s − 2 to s (a label that differs from the last one). */
-function canSkip(ext: readonly number[], s: number, blank: number): boolean {
-  return s >= 2 && ext[s] !== blank && ext[s] !== ext[s - 2];
-}
-
-/**
- * The log forward variables α[t][s] of one sequence (Graves): the log-probability of the prefixes of length
- * t + 1 that end at extended position s.
- */
-function ctcAlpha(lp: LogProb, n: number, seq: CtcSequence, blank: number): number[][] {
-  const ext = extended(seq.labels, blank);
-  const alpha: number[][] = [];
-  for (let t = 0; t < seq.inputLength; t++) {
-    const row = new Array<number>(ext.length).fill(-Infinity);
-    for (let s = 0; s < ext.length; s++) {
-      let sum: number;
-      if (t === 0) sum = s < 2 ? 0 : -Infinity;
-      else {
-        const prev = alpha[t - 1];
-        sum = logAdd(prev[s], s >= 1 ? prev[s - 1] : -Infinity);
-        if (canSkip(ext, s, blank)) sum = logAdd(sum, prev[s - 2]);
-      }
-      row[s] = sum === -Infinity ? -Infinity : sum + lp(t, n, ext[s]);
-    }
-    alpha.push(row);
-  }
-  return alpha;
-}
-
-/** The log backward variables β[t][s]: the suffixes from (t, s) to the end, including step t's probability. */
-function ctcBeta(lp: LogProb, n: number, seq: CtcSequence, blank: number): number[][] {
-  const ext = extended(seq.labels, blank);
-  const last = seq.inputLength - 1;
-  const beta: number[][] = new Array(seq.inputLength);
-  for (let t = last; t >= 0; t--) {
-    const row = new Array<number>(ext.length).fill(-Infinity);
-    for (let s = 0; s < ext.length; s++) {
-      let sum: number;
-      if (t === last) sum = s >= ext.length - 2 ? 0 : -Infinity;
-      else {
-        const next = beta[t + 1];
-        sum = logAdd(next[s], s + 1 < ext.length ? next[s + 1] : -Infinity);
-        if (s + 2 < ext.length && canSkip(ext, s + 2, blank)) sum = logAdd(sum, next[s + 2]);
-      }
-      row[s] = sum === -Infinity ? -Infinity : sum + lp(t, n, ext[s]);
-    }
-    beta[t] = row;
-  }
-  return beta;
-}
-
-/** −log p(labels | x) of one sequence from its α (0 for an empty input and empty labels, ∞ if unreachable). */
-function ctcNll(alpha: number[][], seq: CtcSequence): number {
-  if (seq.inputLength === 0) return seq.labels.length === 0 ? 0 : Infinity;
-  const row = alpha[alpha.length - 1];
-  const end = row.length - 1;
-  return -logAdd(row[end], end >= 1 ? row[end - 1] : -Infinity);
-}
-
-function logProbReader(logProbs: Tensor): LogProb {
-  const [, batch, classes] = logProbs.shape;
-  const values = logProbs.toArray() as Float32Array;
-  return (t, n, c) => values[(t * batch + n) * classes + c];
-}
-
-/** Each sequence's factor in the reduced loss: 1/(N·max(length, 1)) for mean, 1 for sum and none. */
-function ctcScales(reduction: number, sequences: readonly CtcSequence[]): number[] {
-  return sequences.map((s) => (reduction === 1 ? 1 / (sequences.length * Math.max(s.labels.length, 1)) : 1));
-}
-
 /**
  * The Connectionist Temporal Classification loss, PyTorch's `ctc_loss`: `logProbs` [T, N, C] (normally a
  * log-softmax over C), `targets` as [N, S] padded or 1-D concatenated class indices (never the blank),
  * `inputLengths` and `targetLengths` with N entries (integer tensors or arrays). The negative log-likelihood
- * of each target over every alignment is computed in f64 by the forward (α) recursion; the gradient by the
- * forward-backward algorithm. The gradient is the derivative with respect to `logProbs` itself; PyTorch's
- * adds `exp(logProbs)`, which a log-softmax before the loss cancels, so both give the same gradient to the
- * logits. Records CtcLoss (saved slot 0: the log-probabilities).
+ * of each target over every alignment is computed in f64 by the forward (α) recursion; when `logProbs`
+ * requires gradients, the same kernel call runs the backward (β) recursion and writes the gradient, which the
+ * record keeps (the backward pass multiplies it by the output gradient). The gradient is the derivative with
+ * respect to `logProbs` itself; PyTorch's adds `exp(logProbs)`, which a log-softmax before the loss cancels,
+ * so both give the same gradient to the logits. Records CtcLoss (saved and owned slot 0: the gradient, scaled by the reduction).
  *
  * @example
  * ```ts
@@ -443,55 +361,59 @@ export function ctcLoss(
   options = checkOptions(op, options, ["blank", "reduction", "zeroInfinity"]);
   const problem = checkCtc(op, logProbs, targets, inputLengths, targetLengths, options);
   const reduction = REDUCTIONS.indexOf(options.reduction ?? "mean");
-  const zeroInfinity = options.zeroInfinity ?? false;
-  const lp = logProbReader(logProbs);
-  const losses = problem.sequences.map((seq, n) => {
-    const nll = ctcNll(ctcAlpha(lp, n, seq, problem.blank), seq);
-    return zeroInfinity && nll === Infinity ? 0 : nll;
-  });
-  const scales = ctcScales(reduction, problem.sequences);
-  const out = newOutput(op, reduction === 0 ? [problem.batch] : []);
-  const values = out.data() as Float32Array;
-  if (reduction === 0) losses.forEach((l, i) => (values[i] = l));
-  else values[0] = losses.reduce((s, l, i) => s + l * scales[i], 0);
-  if (!shouldRecord(logProbs)) return out;
-  const attrs = { blank: problem.blank, reduction, zeroInfinity, sequences: problem.sequences };
-  return record(out, "CtcLoss", [logProbs], { saved: [logProbs], attrs });
+  const { steps, batch, classes, blank, sequences } = problem;
+  const labels = sequences.flatMap((s) => s.labels);
+  const starts: number[] = [];
+  sequences.reduce((at, s) => (starts.push(at), at + s.labels.length), 0);
+  const width = 2 * Math.max(0, ...sequences.map((s) => s.labels.length)) + 1;
+  const params: CtcParams = {
+    steps,
+    batch,
+    classes,
+    blank,
+    reduction,
+    zeroInfinity: options.zeroInfinity ?? false,
+    width,
+  };
+  const wantGrad = shouldRecord(logProbs);
+  const out = newOutput(op, reduction === 0 ? [batch] : []);
+  const grad = wantGrad ? allocate(op, [steps, batch, classes], DType.F32, false, { scoped: true }) : null;
+  // A strided input is copied once (the kernel reads [T, N, C] row-major from the offset).
+  const dense = logProbs.isContiguous ? logProbs : GradMode.noGrad(() => contiguous(logProbs));
+  try {
+    using meta = Tensor.from(
+      [
+        ...sequences.map((s) => s.inputLength),
+        ...sequences.map((s) => s.labels.length),
+        ...starts,
+        ...labels,
+      ],
+      [3 * batch + labels.length],
+      { dtype: DType.I32 },
+    );
+    using work = allocate(op, [Math.max(1, ctcWorkspace(params, wantGrad))], DType.F64, false, {
+      scoped: true,
+    });
+    kernels().ctc(
+      params,
+      dense.operand(op),
+      meta.operand(op),
+      out.operand(op),
+      grad?.operand(op) ?? null,
+      work.operand(op),
+      computeSettings(),
+    );
+  } finally {
+    if (dense !== logProbs) dense.dispose();
+  }
+  if (grad === null) return out;
+  return record(out, "CtcLoss", [logProbs], { saved: [grad], owned: [grad], attrs: { reduction } });
 }
 
 /**
- * The CtcLoss rule's gradient [T, N, C]: for each sequence n and step t below its input length,
- * `−Σ_{s: ext[s] = c} exp(α[t][s] + β[t][s] − lp[t][c] + log p)`, times the sequence's reduction factor and
- * its share of `g`; zeros elsewhere (and for infinite losses under zeroInfinity).
+ * The CtcLoss rule's gradient [T, N, C]: the gradient the forward pass computed (each sequence's part times
+ * its reduction factor) times `g`, broadcast over each sequence's rows for reduction "none".
  */
-export function ctcLossBackward(
-  logProbs: Tensor,
-  attrs: RecordAttributes["CtcLoss"],
-  outputGrad: readonly number[],
-): Tensor {
-  const [steps, batch, classes] = logProbs.shape;
-  const { blank, reduction, zeroInfinity, sequences } = attrs;
-  const scales = ctcScales(reduction, sequences);
-  const lp = logProbReader(logProbs);
-  const grad = allocate("backward", [steps, batch, classes], DType.F32, true, { scoped: true });
-  const out = grad.data() as Float32Array;
-  sequences.forEach((seq, n) => {
-    const alpha = ctcAlpha(lp, n, seq, blank);
-    const nll = ctcNll(alpha, seq);
-    if (seq.inputLength === 0 || (zeroInfinity && nll === Infinity)) return;
-    const beta = ctcBeta(lp, n, seq, blank);
-    const ext = extended(seq.labels, blank);
-    const factor = scales[n] * (reduction === 0 ? outputGrad[n] : outputGrad[0]);
-    for (let t = 0; t < seq.inputLength; t++) {
-      const sums = new Array<number>(classes).fill(-Infinity);
-      ext.forEach((c, s) => (sums[c] = logAdd(sums[c], alpha[t][s] + beta[t][s])));
-      for (let c = 0; c < classes; c++) {
-        // A class no path visits at step t has no gradient, even where its probability is 0 (lp = −∞).
-        if (sums[c] === -Infinity) continue;
-        const occupancy = Math.exp(sums[c] - lp(t, n, c) + nll);
-        out[(t * batch + n) * classes + c] = -occupancy * factor;
-      }
-    }
-  });
-  return grad;
+export function ctcLossBackward(grad: Tensor, attrs: RecordAttributes["CtcLoss"], g: Tensor): Tensor {
+  return mul(grad, attrs.reduction === 0 ? reshape(g, [1, grad.shape[1], 1]) : g);
 }

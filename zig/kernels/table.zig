@@ -23,4 +23,5 @@ pub const KernelTable = extern struct {
     movement: @import("movement.zig").Table,
     optim: @import("optim.zig").Table,
     index: @import("index.zig").Table,
+    ctc: @import("ctc.zig").Table,
 };
