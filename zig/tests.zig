@@ -14,6 +14,7 @@ comptime {
     _ = @import("kernels/softmax.zig");
     _ = @import("kernels/pool.zig");
     _ = @import("kernels/gemm.zig");
+    _ = @import("kernels/conv.zig");
     _ = @import("kernels/optim.zig");
     _ = @import("bench.zig");
     // data movement

@@ -18,6 +18,7 @@ import {
   referenceQuantize,
 } from "./quant.ts";
 import { nativeOptimizerStep, referenceOptimizerStep } from "./optim.ts";
+import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
 
 /**
  * The native kernels (the default set).
@@ -49,6 +50,8 @@ export const nativeKernels: KernelSet = {
   dequantize: (format, blocks, out, a, settings) =>
     nativeDequantize(format as QuantFormat, blocks, out, a, settings.threads),
   optimizerStep: nativeOptimizerStep,
+  im2col: nativeIm2col,
+  col2im: nativeCol2im,
 };
 
 /**
@@ -78,4 +81,6 @@ export const referenceKernels: KernelSet = {
   quantize: (format, blocks, out, a) => referenceQuantize(format as QuantFormat, blocks, out, a),
   dequantize: (format, blocks, out, a) => referenceDequantize(format as QuantFormat, blocks, out, a),
   optimizerStep: referenceOptimizerStep,
+  im2col: referenceIm2col,
+  col2im: referenceCol2im,
 };

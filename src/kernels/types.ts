@@ -11,6 +11,7 @@ import type { NativePointer } from "../native/symbols.ts";
 import type { DType, TypedArray } from "../core/dtype.ts";
 import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table.ts";
 import type { OptimizerStepKernel } from "./optim.ts";
+import type { ConvKernels } from "./conv.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -216,5 +217,5 @@ export interface OptimizerKernels {
   readonly optimizerStep: OptimizerStepKernel;
 }
 
-/** A complete kernel set: compute, data movement and the optimizer update. */
-export type KernelSet = TensorKernels & MovementKernels & BlockKernels & OptimizerKernels;
+/** A complete kernel set: compute, data movement, the optimizer update and convolution's im2col/col2im. */
+export type KernelSet = TensorKernels & MovementKernels & BlockKernels & OptimizerKernels & ConvKernels;

@@ -59,6 +59,7 @@ export const symbols = {
   zt_maxpool2d_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
   // GEMM
   zt_matmul_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
+  zt_conv_fold_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
   zt_optim_step_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
   // benchmarks only: the machine's limits, measured by the selected variant
   zt_bench_fma_f32: { parameters: ["u32"], result: "f64" },

@@ -1,8 +1,8 @@
 /**
  * 2-D convolution and average pooling over NCHW tensors, built from the seam's kernels only, so the reference
- * kernel set runs them too. Convolution pads by copying into a slice of a zero tensor, unfolds the windows
- * (im2col) with one strided copy, and multiplies by the weights as a batched matmul; its backward pass folds
- * columns back (col2im) with KH·KW in-place adds on strided views. Average pooling is a mean over a strided
+ * kernel set runs them too. Convolution unfolds the windows (im2col, one kernel call that also pads) and
+ * multiplies by the weights as a batched matmul; its backward pass folds columns back (col2im, one kernel
+ * call). Average pooling is a mean over a strided
  * window view, so it accumulates in f64 like every reduction.
  *
  * @module
@@ -14,6 +14,7 @@ import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
+import type { ConvWindowParams } from "../kernels/conv.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { addInto, checkF32, newOutput } from "./elementwise.ts";
 import { matmul } from "./linalg.ts";
@@ -102,34 +103,30 @@ function padSpatial(op: string, x: Tensor, padding: readonly [number, number]): 
   return padded;
 }
 
-/**
- * The windows of `x` [N, C, H, W] as columns [N, C, KH, KW, OH, OW] (im2col): one strided copy of the padded
- * input, whose windows overlap, into a new scoped tensor.
- */
-export function unfold(op: string, x: Tensor, geometry: WindowGeometry): Tensor {
+/** The seam's window parameters of `geometry` over an image of `shape` [N, C, H, W]. */
+function windowParams(shape: readonly number[], geometry: WindowGeometry): ConvWindowParams {
+  const [n, c, h, w] = shape;
   const { kernel, stride, padding, dilation, output } = geometry;
-  const [n, c] = x.shape;
-  const padded = padSpatial(op, x, padding);
-  try {
-    const s = padded.strides;
-    const windows = strided(
-      padded,
-      [n, c, kernel[0], kernel[1], output[0], output[1]],
-      [s[0], s[1], dilation[0] * s[2], dilation[1] * s[3], stride[0] * s[2], stride[1] * s[3]],
-      padded.offset,
-    );
-    const columns = allocate(op, windows.shape, DType.F32, false, { scoped: true });
-    copyElements(op, columns, windows);
-    return columns;
-  } finally {
-    if (padded !== x) padded.dispose();
-  }
+  return { input: [n, c, h, w], kernel, stride, padding, dilation, output };
 }
 
 /**
- * The inverse scatter of `unfold` (col2im): columns [N, C, KH, KW, OH, OW] (any strides) summed back into an
- * input-shaped gradient, one in-place add per kernel tap, each over positions that do not overlap. Returns a
- * view of a new scoped padded tensor.
+ * The windows of `x` [N, C, H, W] as columns [N, C, KH, KW, OH, OW] (im2col) in a new scoped tensor: one
+ * kernel call, zeros where a tap falls in the padding.
+ */
+export function unfold(op: string, x: Tensor, geometry: WindowGeometry): Tensor {
+  const { kernel, output } = geometry;
+  const [n, c] = x.shape;
+  const columns = allocate(op, [n, c, kernel[0], kernel[1], output[0], output[1]], DType.F32, false, {
+    scoped: true,
+  });
+  kernels().im2col(windowParams(x.shape, geometry), columns.operand(op), x.operand(op), computeSettings());
+  return columns;
+}
+
+/**
+ * The adjoint of `unfold` (col2im): columns [N, C, KH, KW, OH, OW] (any strides, 0 included) summed back into a
+ * new scoped input-shaped tensor by one kernel call; taps in the padding are dropped.
  */
 export function fold(
   op: string,
@@ -137,32 +134,14 @@ export function fold(
   geometry: WindowGeometry,
   inputShape: readonly number[],
 ): Tensor {
-  const { kernel, stride, padding, dilation, output } = geometry;
-  const [n, c, h, w] = inputShape;
-  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], DType.F32, true, {
-    scoped: true,
-  });
-  const s = padded.strides;
-  const cs = columns.strides;
-  const shape = [n, c, output[0], output[1]];
-  for (let ky = 0; ky < kernel[0]; ky++) {
-    for (let kx = 0; kx < kernel[1]; kx++) {
-      const target = strided(
-        padded,
-        shape,
-        [s[0], s[1], stride[0] * s[2], stride[1] * s[3]],
-        ky * dilation[0] * s[2] + kx * dilation[1] * s[3],
-      );
-      const source = strided(
-        columns,
-        shape,
-        [cs[0], cs[1], cs[4], cs[5]],
-        columns.offset + ky * cs[2] + kx * cs[3],
-      );
-      addInto(op, target, source);
-    }
-  }
-  return interior(padded, inputShape, padding);
+  const image = allocate(op, inputShape, DType.F32, false, { scoped: true });
+  kernels().col2im(
+    windowParams(inputShape, geometry),
+    image.operand(op),
+    columns.operand(op),
+    computeSettings(),
+  );
+  return image;
 }
 
 /** The checked geometry of a convolution of `x` [N, C, H, W] by `weight` [O, C/groups, KH, KW]. */
