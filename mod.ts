@@ -32,6 +32,7 @@ export type {
   AttentionOptions,
   AvgPool2dOptions,
   BatchNormOptions,
+  Conv1dOptions,
   Conv2dOptions,
   CtcLossOptions,
   EmbeddingOptions,

@@ -30,6 +30,7 @@ import type {
   AttentionOptions,
   AvgPool2dOptions,
   BatchNormOptions,
+  Conv1dOptions,
   Conv2dOptions,
   CtcLossOptions,
   EmbeddingOptions,
@@ -1004,6 +1005,11 @@ export class Tensor {
   }
 
   // --- layers and losses (each also a function in `ops`, where they are documented) ---
+
+  /** `ops.conv1d(this, weight, options)`: this is [N, C, L] or [C, L]. */
+  conv1d(weight: Tensor, options: Conv1dOptions = {}): Tensor {
+    return ops.conv1d(this, weight, options);
+  }
 
   /** `ops.conv2d(this, weight, options)`: this is [N, C, H, W] or [C, H, W]. */
   conv2d(weight: Tensor, options: Conv2dOptions = {}): Tensor {

@@ -8,6 +8,7 @@ import {
   DType,
   DTypeError,
   ops,
+  OptionError,
   referenceKernels,
   Tensor,
   TensorCompute,
@@ -309,7 +310,7 @@ test("the conv2d gradient notices an in-place write to the saved input", () => {
   assert.throws(() => ops.sum(y).backward(), (e: Error) => e.name === "TensorVersionError");
 });
 
-test("conv2d and avgPool2d refuse bad input with typed errors naming the rule", () => {
+test("conv2d, conv1d and avgPool2d refuse bad input with typed errors naming the rule", () => {
   using _ = new ActivationScope();
   const x = Tensor.zeros([1, 4, 5, 5]);
   const w = Tensor.zeros([2, 4, 3, 3]);
@@ -331,8 +332,36 @@ test("conv2d and avgPool2d refuse bad input with typed errors naming the rule", 
     [() => ops.avgPool2d(x, { kernel: 0 }), TensorShapeError, /kernel/],
     [() => ops.avgPool2d(Tensor.zeros([5, 5]), { kernel: 2 }), TensorShapeError, /NCHW/],
     [() => ops.avgPool2d(x.cast(DType.I32), { kernel: 2 }), DTypeError, /F32/],
+    [() => ops.conv2d(x, w, { padding: "same", stride: 2 }), OptionError, /"same" needs stride 1/],
+    [
+      () => ops.conv1d(Tensor.zeros([1, 4, 5]), Tensor.zeros([2, 4, 3]), { padding: "full" as "same" }),
+      OptionError,
+      /"same" or "valid"/,
+    ],
+    [
+      () => ops.conv1d(Tensor.zeros([1, 4, 5]), Tensor.zeros([2, 4, 3]), { padding: "same", stride: 2 }),
+      OptionError,
+      /stride 1/,
+    ],
+    [() => ops.conv1d(x, w), TensorShapeError, /NCL/],
   ];
   for (const [fn, type, message] of cases) {
     assert.throws(fn, (e: Error) => e instanceof type && message.test(e.message), String(message));
   }
+});
+
+test("padding same keeps the extent (the odd zero on the bottom/right), valid adds none; conv1d is conv2d of height 1", () => {
+  using _ = new ActivationScope();
+  const x = Tensor.arange(12).reshape([1, 1, 3, 4]);
+  // A 2×2 kernel of ones: "same" pads one zero row below and one zero column right.
+  const y = ops.conv2d(x, Tensor.ones([1, 1, 2, 2]), { padding: "same" });
+  assert.deepEqual(y.shape, [1, 1, 3, 4]);
+  assert.deepEqual([...y.toArray()], [10, 14, 18, 10, 26, 30, 34, 18, 17, 19, 21, 11]);
+  const v = ops.conv2d(x, Tensor.ones([1, 1, 2, 2]), { padding: "valid" });
+  assert.deepEqual([...v.toArray()], [10, 14, 18, 26, 30, 34]);
+  const s = Tensor.from([[[1, 2, 3, 4, 5]]]);
+  const k = Tensor.from([[[1, 0, -1]]]);
+  assert.deepEqual([...ops.conv1d(s, k, { padding: "same" }).toArray()], [-2, -2, -2, -2, 4]);
+  assert.deepEqual([...s.conv1d(k, { stride: 2 }).toArray()], [-2, -2]);
+  assert.deepEqual([...ops.conv1d(Tensor.from([[1, 2, 3, 4, 5]]), k).shape], [1, 3]);
 });

@@ -110,6 +110,7 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   maxPool2d: { dtypes: "f32", grad: { record: "MaxPool2d" } },
   avgPool2d: { dtypes: "f32", grad: { record: "AvgPool2d" } },
   conv2d: { dtypes: "f32", grad: { record: "Conv2d" } },
+  conv1d: { dtypes: "f32", grad: "composed" },
   layerNorm: { dtypes: "f32", grad: { record: "LayerNorm" } },
   batchNorm: { dtypes: "f32", grad: { record: "BatchNorm" } },
   concat: { dtypes: "f32", grad: { record: "Concat" } },

@@ -8,7 +8,7 @@
  * @module
  */
 import { DType } from "../core/dtype.ts";
-import { TensorShapeError } from "../core/errors.ts";
+import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkInteger, checkOptions } from "../core/options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
@@ -28,10 +28,27 @@ export interface Conv2dOptions {
   readonly bias?: Tensor;
   /** The step between output positions. @default 1 */
   readonly stride?: number | readonly [number, number];
-  /** Zeros added on both sides of each spatial axis. @default 0 */
-  readonly padding?: number | readonly [number, number];
+  /**
+   * Zeros added on both sides of each spatial axis; `"valid"` for none, `"same"` (stride 1 only) for an output
+   * of the input's extent, with the odd one of an odd total on the bottom/right as in PyTorch. @default 0
+   */
+  readonly padding?: number | readonly [number, number] | "same" | "valid";
   /** The spacing between kernel taps. @default 1 */
   readonly dilation?: number | readonly [number, number];
+  /** Input and output channels split into this many independent groups. @default 1 */
+  readonly groups?: number;
+}
+
+/** Options of `conv1d`: each a number, over the one spatial axis. */
+export interface Conv1dOptions {
+  /** A bias of shape [out channels], added to every output position. */
+  readonly bias?: Tensor;
+  /** The step between output positions. @default 1 */
+  readonly stride?: number;
+  /** Zeros added on both ends, or `"valid"` (none) or `"same"` (stride 1 only; as for `conv2d`). @default 0 */
+  readonly padding?: number | "same" | "valid";
+  /** The spacing between kernel taps. @default 1 */
+  readonly dilation?: number;
   /** Input and output channels split into this many independent groups. @default 1 */
   readonly groups?: number;
 }
@@ -185,8 +202,24 @@ function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOpti
   }
   const kernel: [number, number] = [kh, kw];
   const stride = windowStride(op, options.stride ?? 1);
-  const padding = pair(op, "padding", options.padding ?? 0, 0);
   const dilation = pair(op, "dilation", options.dilation ?? 1, 1);
+  const spec = options.padding ?? 0;
+  if (spec === "same") {
+    if (stride[0] !== 1 || stride[1] !== 1) {
+      throw new OptionError(
+        op,
+        `padding "same" needs stride 1 (as in PyTorch), got stride ${formatShape(stride)}`,
+      );
+    }
+    // The total dilation·(k − 1) per axis; an odd one puts its extra zero on the bottom/right, which the
+    // kernels read as outside the image (only the top/left padding is an offset).
+    const padding: [number, number] = [
+      Math.floor((dilation[0] * (kh - 1)) / 2),
+      Math.floor((dilation[1] * (kw - 1)) / 2),
+    ];
+    return { kernel, stride, padding, dilation, output: [x.shape[2], x.shape[3]] };
+  }
+  const padding = spec === "valid" ? [0, 0] as [number, number] : pair(op, "padding", spec, 0);
   const output = outputExtents(op, x.shape, kernel, stride, padding, dilation);
   return { kernel, stride, padding, dilation, output };
 }
@@ -265,6 +298,54 @@ export function conv2d(x: Tensor, weight: Tensor, options?: Conv2dOptions): Tens
     saved: [weight.requiresGrad ? x : null, x.requiresGrad ? weight : null],
     attrs: { kernel, stride, padding, dilation, groups: x.shape[1] / weight.shape[1] },
   });
+}
+
+/**
+ * 1-D convolution (cross-correlation) of `x` [N, C, L] (or one sequence [C, L]) by `weight` [O, C/groups, K],
+ * with an optional `bias` [O]: a `conv2d` over a height-1 image (views, no copies), so its gradients are
+ * conv2d's. Output [N, O, OL] with `OL = floor((L + 2·padding − dilation·(K − 1) − 1)/stride) + 1`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[[1, 2, 3, 4]]]);
+ * using w = Tensor.from([[[1, -1]]]);
+ * using y = ops.conv1d(x, w, { padding: "same" });
+ * assert.deepEqual([...y.toArray()], [-1, -1, -1, 4]);
+ * ```
+ */
+export function conv1d(x: Tensor, weight: Tensor, options?: Conv1dOptions): Tensor {
+  const op = "conv1d";
+  options = checkOptions(op, options, ["bias", "stride", "padding", "dilation", "groups"]);
+  checkF32(op, x, weight);
+  if ((x.rank !== 2 && x.rank !== 3) || weight.rank !== 3) {
+    throw new TensorShapeError(
+      op,
+      `conv1d takes an NCL tensor (or one CL sequence) and a weight [out channels, in channels / groups, k], ` +
+        `got ${formatShape(x.shape)} and ${formatShape(weight.shape)}`,
+      [x.shape, weight.shape],
+    );
+  }
+  const one = (name: string, value: number | undefined, fallback: number, min: number) =>
+    checkInteger(op, name, value ?? fallback, min);
+  const spec = options.padding ?? 0;
+  if (typeof spec === "string" && spec !== "same" && spec !== "valid") {
+    throw new OptionError(op, `padding must be an integer ≥ 0, "same" or "valid", got "${spec}"`);
+  }
+  const padding = typeof spec === "string" ? spec : [0, one("padding", spec, 0, 0)] as const;
+  const stride = one("stride", options.stride, 1, 1);
+  if (spec === "same" && stride !== 1) {
+    throw new OptionError(op, `padding "same" needs stride 1 (as in PyTorch), got stride ${stride}`);
+  }
+  const y = conv2d(unsqueeze(x, -2), unsqueeze(weight, 2), {
+    bias: options.bias,
+    groups: options.groups,
+    stride: [1, stride],
+    dilation: [1, one("dilation", options.dilation, 1, 1)],
+    padding,
+  });
+  return squeeze(y, -2);
 }
 
 /** The checked window of an average pooling. */

@@ -187,13 +187,16 @@ export function conv2d(
   x: F64,
   w: F64,
   bias: F64 | null,
-  geometry: { stride: number[]; padding: number[]; dilation: number[]; groups: number },
+  geometry: { stride: number[]; padding: number[]; dilation: number[]; groups: number; output?: number[] },
 ): F64 {
   const { stride, padding, dilation, groups } = geometry;
   const [n, , h, wd] = x.shape;
   const [o, cg, kh, kw] = w.shape;
-  const oh = Math.floor((h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / stride[0]) + 1;
-  const ow = Math.floor((wd + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / stride[1]) + 1;
+  // `output` (for asymmetric padding: `padding` is then the top/left side) overrides the symmetric extents.
+  const oh = geometry.output?.[0] ??
+    Math.floor((h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / stride[0]) + 1;
+  const ow = geometry.output?.[1] ??
+    Math.floor((wd + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / stride[1]) + 1;
   const perGroup = o / groups;
   return build([n, o, oh, ow], ([b, oc, oy, ox]) => {
     let acc = bias === null ? 0 : bias.data[oc];
