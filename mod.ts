@@ -34,6 +34,7 @@ export type {
   BatchNormOptions,
   Conv1dOptions,
   Conv2dOptions,
+  ConvTranspose2dOptions,
   CtcLossOptions,
   EmbeddingOptions,
   GruOptions,

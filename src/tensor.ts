@@ -32,6 +32,7 @@ import type {
   BatchNormOptions,
   Conv1dOptions,
   Conv2dOptions,
+  ConvTranspose2dOptions,
   CtcLossOptions,
   EmbeddingOptions,
   GruOptions,
@@ -1005,6 +1006,11 @@ export class Tensor {
   }
 
   // --- layers and losses (each also a function in `ops`, where they are documented) ---
+
+  /** `ops.convTranspose2d(this, weight, options)`: this is [N, C, H, W] or [C, H, W]. */
+  convTranspose2d(weight: Tensor, options: ConvTranspose2dOptions = {}): Tensor {
+    return ops.convTranspose2d(this, weight, options);
+  }
 
   /** `ops.conv1d(this, weight, options)`: this is [N, C, L] or [C, L]. */
   conv1d(weight: Tensor, options: Conv1dOptions = {}): Tensor {

@@ -125,6 +125,11 @@ export interface RecordAttributes {
   BatchNorm: NormAttributes & { readonly training: boolean; readonly momentum: number };
   /** A 2-D convolution's window, dilation and groups. */
   Conv2d: WindowAttributes & { readonly dilation: readonly [number, number]; readonly groups: number };
+  /** A 2-D transposed convolution: the window, dilation and groups of the conv2d it is the input gradient of. */
+  ConvTranspose2d: WindowAttributes & {
+    readonly dilation: readonly [number, number];
+    readonly groups: number;
+  };
   /** An average pooling window. */
   AvgPool2d: WindowAttributes;
   /** A max pooling window. */

@@ -18,7 +18,7 @@ import type { ConvWindowParams } from "../kernels/conv.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { addInto, checkF32, newOutput } from "./elementwise.ts";
 import { matmul } from "./linalg.ts";
-import { reshape, squeeze, unsqueeze, viewOf } from "./views.ts";
+import { reshape, squeeze, transpose, unsqueeze, viewOf } from "./views.ts";
 import { copyElements } from "./copy.ts";
 import { checkPadded, pair, windowStride } from "./nn.ts";
 
@@ -346,6 +346,131 @@ export function conv1d(x: Tensor, weight: Tensor, options?: Conv1dOptions): Tens
     padding,
   });
   return squeeze(y, -2);
+}
+
+/** Options of `convTranspose2d`: a number or `[h, w]` for each of stride, padding, outputPadding and dilation. */
+export interface ConvTranspose2dOptions {
+  /** A bias of shape [out channels], added to every output position. */
+  readonly bias?: Tensor;
+  /** The step between the input's positions in the output. @default 1 */
+  readonly stride?: number | readonly [number, number];
+  /** `dilation·(kernel − 1) − padding` zeros around the input, as the conv2d whose input gradient this is. @default 0 */
+  readonly padding?: number | readonly [number, number];
+  /** Extra rows/columns on the bottom/right of the output; less than the stride or the dilation. @default 0 */
+  readonly outputPadding?: number | readonly [number, number];
+  /** Input and output channels split into this many independent groups. @default 1 */
+  readonly groups?: number;
+  /** The spacing between kernel taps. @default 1 */
+  readonly dilation?: number | readonly [number, number];
+}
+
+/**
+ * The checked geometry of a transposed convolution of `x` [N, C, H, W] by `weight` [C, O/groups, KH, KW]: that of
+ * the conv2d from the output [N, O, OH, OW] back to `x`, so `output` is [H, W].
+ */
+function transposeGeometry(op: string, x: Tensor, weight: Tensor, options: ConvTranspose2dOptions): {
+  geometry: WindowGeometry;
+  groups: number;
+  outShape: [number, number, number, number];
+} {
+  const [n, c, h, w] = x.shape;
+  const groups = checkInteger(op, "groups", options.groups ?? 1, 1);
+  if (
+    weight.rank !== 4 || weight.shape[0] !== c || c % groups !== 0 || weight.shape[2] === 0 ||
+    weight.shape[3] === 0
+  ) {
+    throw new TensorShapeError(
+      op,
+      `weight must be [in channels (${c}, divisible by groups ${groups}), out channels / groups, kH, kW] with a ` +
+        `non-empty kernel, got ${formatShape(weight.shape)} for input ${formatShape(x.shape)}`,
+      [x.shape, weight.shape],
+    );
+  }
+  const o = weight.shape[1] * groups;
+  const kernel: [number, number] = [weight.shape[2], weight.shape[3]];
+  const stride = pair(op, "stride", options.stride ?? 1, 1);
+  const padding = pair(op, "padding", options.padding ?? 0, 0);
+  const outputPadding = pair(op, "outputPadding", options.outputPadding ?? 0, 0);
+  const dilation = pair(op, "dilation", options.dilation ?? 1, 1);
+  const size = [h, w].map((extent, axis) => {
+    if (outputPadding[axis] >= Math.max(stride[axis], dilation[axis])) {
+      throw new OptionError(
+        op,
+        `outputPadding ${formatShape(outputPadding)} must be smaller than the stride ${
+          formatShape(stride)
+        } or ` +
+          `the dilation ${formatShape(dilation)}`,
+      );
+    }
+    return (extent - 1) * stride[axis] - 2 * padding[axis] + dilation[axis] * (kernel[axis] - 1) +
+      outputPadding[axis] + 1;
+  });
+  if (size[0] < 1 || size[1] < 1) {
+    throw new TensorShapeError(
+      op,
+      `the output extents ${formatShape(size)} ((size − 1)·stride − 2·padding + dilation·(kernel − 1) + ` +
+        `outputPadding + 1) must be positive`,
+      [x.shape, weight.shape],
+    );
+  }
+  const bias = options.bias;
+  if (bias !== undefined && (bias.rank !== 1 || bias.shape[0] !== o)) {
+    throw new TensorShapeError(op, `bias must be [${o}], got ${formatShape(bias.shape)}`, [
+      weight.shape,
+      bias.shape,
+    ]);
+  }
+  return {
+    geometry: { kernel, stride, padding, dilation, output: [h, w] },
+    groups,
+    outShape: [n, o, size[0], size[1]],
+  };
+}
+
+/**
+ * 2-D transposed convolution of `x` [N, C, H, W] (or [C, H, W]) by `weight` [C, O/groups, KH, KW], with an
+ * optional `bias` [O], as PyTorch's `conv_transpose2d`: the input gradient of the conv2d with the same options
+ * (one batched matmul and one col2im). Output [N, O, OH, OW] with
+ * `OH = (H − 1)·stride − 2·padding + dilation·(KH − 1) + outputPadding + 1`. Records ConvTranspose2d: slot 0
+ * the input (when the weight needs a gradient), slot 1 the weight (when the input needs one); its input gradient
+ * is conv2d's forward, its weight gradient a matmul against the unfolded output gradient.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[[[1, 2]]]]);
+ * using w = Tensor.from([[[[1, 10]]]]);
+ * using y = ops.convTranspose2d(x, w, { stride: 2 });
+ * assert.deepEqual([...y.toArray()], [1, 10, 2, 20]);
+ * ```
+ */
+export function convTranspose2d(x: Tensor, weight: Tensor, options?: ConvTranspose2dOptions): Tensor {
+  const op = "convTranspose2d";
+  options = checkOptions(op, options, ["bias", "stride", "padding", "outputPadding", "groups", "dilation"]);
+  checkF32(op, x, weight);
+  if (options.bias !== undefined) checkF32(op, options.bias);
+  checkImage(op, x);
+  if (x.rank === 3) return squeeze(convTranspose2d(unsqueeze(x, 0), weight, options), 0);
+  const { geometry, groups, outShape } = transposeGeometry(op, x, weight, options);
+  const [n, c, h, w] = x.shape;
+  const [, og, kh, kw] = weight.shape;
+  const bias = options.bias;
+  const y = GradMode.noGrad(() => {
+    const weightT = transpose(reshape(weight, [groups, c / groups, og * kh * kw]), -1, -2);
+    const columns = matmul(weightT, reshape(x, [n, groups, c / groups, h * w]));
+    const image = fold(op, reshape(columns, [n, outShape[1], kh, kw, h, w]), geometry, outShape);
+    columns.dispose();
+    if (bias !== undefined) addInto(op, image, reshape(bias, [outShape[1], 1, 1]));
+    return image;
+  });
+  const inputs = bias === undefined ? [x, weight] : [x, weight, bias];
+  if (!shouldRecord(...inputs)) return y;
+  const { kernel, stride, padding, dilation } = geometry;
+  return record(y, "ConvTranspose2d", inputs, {
+    saved: [weight.requiresGrad ? x : null, x.requiresGrad ? weight : null],
+    attrs: { kernel, stride, padding, dilation, groups },
+  });
 }
 
 /** The checked window of an average pooling. */

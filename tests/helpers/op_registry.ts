@@ -418,6 +418,42 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
         }),
     },
   ],
+  convTranspose2d: [
+    {
+      name: "convTranspose2d (bias, stride, padding, outputPadding, groups)",
+      shapes: [[2, 4, 3, 2], [4, 1, 3, 2], [2]],
+      f32: ([x, w, b]) =>
+        ops.convTranspose2d(x, w, {
+          bias: b,
+          stride: [2, 1],
+          padding: [1, 0],
+          outputPadding: [1, 0],
+          groups: 2,
+        }),
+      f64: ([x, w, b]) =>
+        R.convTranspose2d(x, w, b, {
+          stride: [2, 1],
+          padding: [1, 0],
+          dilation: [1, 1],
+          outputPadding: [1, 0],
+          groups: 2,
+        }),
+    },
+    {
+      // An output padding below the dilation but not the stride: the input gradient drops a row.
+      name: "convTranspose2d (dilation, outputPadding ≥ stride)",
+      shapes: [[1, 2, 3, 3], [2, 3, 2, 2]],
+      f32: ([x, w]) => ops.convTranspose2d(x, w, { dilation: [2, 1], outputPadding: [1, 0] }),
+      f64: ([x, w]) =>
+        R.convTranspose2d(x, w, null, {
+          stride: [1, 1],
+          padding: [0, 0],
+          dilation: [2, 1],
+          outputPadding: [1, 0],
+          groups: 1,
+        }),
+    },
+  ],
   conv1d: [
     {
       name: "conv1d (bias, groups, stride, padding)",
