@@ -80,6 +80,7 @@ export type { BinaryOp, ReduceOp, SoftmaxOp, UnaryOp } from "./src/kernels/types
 export type { KernelCode, KernelFamily } from "./src/core/op_table.ts";
 export type { KernelCodes } from "./src/core/op_types.ts";
 export type { OptimAlgorithm, OptimizerStep, OptimizerStepKernel } from "./src/kernels/optim.ts";
+export type { ConvKernels, ConvWindowParams } from "./src/kernels/conv.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {
