@@ -32,7 +32,9 @@ import type {
   BatchNormOptions,
   BinaryCrossEntropyOptions,
   BinaryCrossEntropyWithLogitsOptions,
+  Conv1dOptions,
   Conv2dOptions,
+  ConvTranspose2dOptions,
   CtcLossOptions,
   DropoutOptions,
   EmbeddingOptions,
@@ -1193,6 +1195,16 @@ export class Tensor {
   }
 
   // --- layers and losses (each also a function in `ops`, where they are documented) ---
+
+  /** `ops.convTranspose2d(this, weight, options)`: this is [N, C, H, W] or [C, H, W]. */
+  convTranspose2d(weight: Tensor, options: ConvTranspose2dOptions = {}): Tensor {
+    return ops.convTranspose2d(this, weight, options);
+  }
+
+  /** `ops.conv1d(this, weight, options)`: this is [N, C, L] or [C, L]. */
+  conv1d(weight: Tensor, options: Conv1dOptions = {}): Tensor {
+    return ops.conv1d(this, weight, options);
+  }
 
   /** `ops.conv2d(this, weight, options)`: this is [N, C, H, W] or [C, H, W]. */
   conv2d(weight: Tensor, options: Conv2dOptions = {}): Tensor {

@@ -7,7 +7,9 @@ import {
   ActivationScope,
   DType,
   DTypeError,
+  nn,
   ops,
+  OptionError,
   referenceKernels,
   Tensor,
   TensorCompute,
@@ -309,10 +311,11 @@ test("the conv2d gradient notices an in-place write to the saved input", () => {
   assert.throws(() => ops.sum(y).backward(), (e: Error) => e.name === "TensorVersionError");
 });
 
-test("conv2d and avgPool2d refuse bad input with typed errors naming the rule", () => {
+test("conv2d, conv1d, convTranspose2d and avgPool2d refuse bad input with typed errors naming the rule", () => {
   using _ = new ActivationScope();
   const x = Tensor.zeros([1, 4, 5, 5]);
   const w = Tensor.zeros([2, 4, 3, 3]);
+  const wt = Tensor.zeros([4, 2, 3, 3]);
   const cases: [() => unknown, new (...a: never[]) => Error, RegExp][] = [
     [() => ops.conv2d(Tensor.zeros([4, 5]), w), TensorShapeError, /NCHW/],
     [() => ops.conv2d(x, Tensor.zeros([2, 4, 3])), TensorShapeError, /weight must be/],
@@ -331,8 +334,99 @@ test("conv2d and avgPool2d refuse bad input with typed errors naming the rule", 
     [() => ops.avgPool2d(x, { kernel: 0 }), TensorShapeError, /kernel/],
     [() => ops.avgPool2d(Tensor.zeros([5, 5]), { kernel: 2 }), TensorShapeError, /NCHW/],
     [() => ops.avgPool2d(x.cast(DType.I32), { kernel: 2 }), DTypeError, /F32/],
+    [() => ops.conv2d(x, w, { padding: "same", stride: 2 }), OptionError, /"same" needs stride 1/],
+    [
+      () => ops.conv1d(Tensor.zeros([1, 4, 5]), Tensor.zeros([2, 4, 3]), { padding: "full" as "same" }),
+      OptionError,
+      /"same" or "valid"/,
+    ],
+    [
+      () => ops.conv1d(Tensor.zeros([1, 4, 5]), Tensor.zeros([2, 4, 3]), { padding: "same", stride: 2 }),
+      OptionError,
+      /stride 1/,
+    ],
+    [() => ops.conv1d(x, w), TensorShapeError, /NCL/],
+    [() => ops.convTranspose2d(x, Tensor.zeros([3, 2, 3, 3])), TensorShapeError, /in channels \(4/],
+    [
+      () => ops.convTranspose2d(x, wt, { stride: 2, outputPadding: 2 }),
+      OptionError,
+      /smaller than the stride/,
+    ],
+    [() => ops.convTranspose2d(x, wt, { padding: 5 }), TensorShapeError, /must be positive/],
+    [() => ops.convTranspose2d(x, wt, { bias: Tensor.zeros([4]) }), TensorShapeError, /bias must be \[2\]/],
   ];
   for (const [fn, type, message] of cases) {
     assert.throws(fn, (e: Error) => e instanceof type && message.test(e.message), String(message));
   }
+});
+
+test("padding same keeps the extent (the odd zero on the bottom/right), valid adds none; conv1d is conv2d of height 1", () => {
+  using _ = new ActivationScope();
+  const x = Tensor.arange(12).reshape([1, 1, 3, 4]);
+  // A 2×2 kernel of ones: "same" pads one zero row below and one zero column right.
+  const y = ops.conv2d(x, Tensor.ones([1, 1, 2, 2]), { padding: "same" });
+  assert.deepEqual(y.shape, [1, 1, 3, 4]);
+  assert.deepEqual([...y.toArray()], [10, 14, 18, 10, 26, 30, 34, 18, 17, 19, 21, 11]);
+  const v = ops.conv2d(x, Tensor.ones([1, 1, 2, 2]), { padding: "valid" });
+  assert.deepEqual([...v.toArray()], [10, 14, 18, 26, 30, 34]);
+  const s = Tensor.from([[[1, 2, 3, 4, 5]]]);
+  const k = Tensor.from([[[1, 0, -1]]]);
+  assert.deepEqual([...ops.conv1d(s, k, { padding: "same" }).toArray()], [-2, -2, -2, -2, 4]);
+  assert.deepEqual([...s.conv1d(k, { stride: 2 }).toArray()], [-2, -2]);
+  assert.deepEqual([...ops.conv1d(Tensor.from([[1, 2, 3, 4, 5]]), k).shape], [1, 3]);
+});
+
+test("convTranspose2d scatters each input through the kernel, and its gradients are conv2d's", () => {
+  using _ = new ActivationScope();
+  // One 2×2 input, a 2×2 kernel, stride 2: four non-overlapping copies of the kernel, each scaled.
+  const x = Tensor.from([[[[1, 2], [3, 4]]]]);
+  const w = Tensor.from([[[[1, 10], [100, 1000]]]]);
+  const y = ops.convTranspose2d(x, w, { stride: 2, bias: Tensor.from([0.5]) });
+  assert.deepEqual(y.shape, [1, 1, 4, 4]);
+  assert.deepEqual([...y.toArray()], [
+    1.5,
+    10.5,
+    2.5,
+    20.5,
+    100.5,
+    1000.5,
+    200.5,
+    2000.5,
+    3.5,
+    30.5,
+    4.5,
+    40.5,
+    300.5,
+    3000.5,
+    400.5,
+    4000.5,
+  ]);
+  // Stride 1: overlapping taps add; padding 1 crops one row and column from each side.
+  const z = ops.convTranspose2d(x, Tensor.ones([1, 1, 2, 2]));
+  assert.deepEqual([...z.toArray()], [1, 3, 2, 4, 10, 6, 3, 7, 4]);
+  const cropped = x.convTranspose2d(Tensor.ones([1, 1, 2, 2]), { padding: 1, outputPadding: 0 });
+  assert.deepEqual([...cropped.toArray()], [10]);
+  // The input gradient of convTranspose2d under a cotangent G is conv2d(G, w).
+  const xs = Tensor.from([[[[1, -2], [0.5, 3]]]]).withRequiresGrad();
+  const g = Tensor.from([[[[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16]]]]);
+  ops.convTranspose2d(xs, w, { stride: 2 }).mul(g).sum().backward();
+  assert.deepEqual([...xs.grad!.toArray()], [...ops.conv2d(g, w, { stride: 2 }).toArray()]);
+});
+
+test("nn.ConvTranspose2d holds weight [in, out/groups, kh, kw] and upsamples by the stride", () => {
+  using _ = new ActivationScope();
+  const up = new nn.ConvTranspose2d(4, 6, [3, 2], { stride: 2, padding: 1, outputPadding: 1, groups: 2 });
+  assert.deepEqual(up.weight.shape, [4, 3, 3, 2]);
+  assert.deepEqual(up.bias!.shape, [6]);
+  const y = up.forward(Tensor.ones([2, 4, 5, 5]));
+  assert.deepEqual(y.shape, [2, 6, 10, 9]);
+  const expected = ops.convTranspose2d(Tensor.ones([2, 4, 5, 5]), up.weight, {
+    bias: up.bias,
+    stride: 2,
+    padding: 1,
+    outputPadding: 1,
+    groups: 2,
+  });
+  assert.deepEqual([...y.toArray()], [...expected.toArray()]);
+  up.dispose();
 });

@@ -195,6 +195,13 @@ export fn zt_matmul_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const an
     return dispatch.active().gemm.matmul_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));
 }
 
+/// im2col (args.op 0) or col2im (1) of convolution (zig/kernels/conv.zig): args.shape = [N, C, KH, KW, OH, OW];
+/// operands 0, 1 = out, a (the columns' six strides and the image's N, C, H, W strides, in that order for
+/// im2col, swapped for col2im); ints: strideH, strideW, padH, padW, dilationH, dilationW, H, W.
+export fn zt_conv_fold_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque) void {
+    dispatch.active().gemm.conv_fold_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a));
+}
+
 // Optimizers
 
 /// One optimizer update over a contiguous f32 parameter (zig/kernels/optim.zig documents the argument block);

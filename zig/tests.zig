@@ -15,6 +15,7 @@ comptime {
     _ = @import("kernels/pool.zig");
     _ = @import("kernels/scatter.zig");
     _ = @import("kernels/gemm.zig");
+    _ = @import("kernels/conv.zig");
     _ = @import("kernels/optim.zig");
     _ = @import("kernels/index.zig");
     _ = @import("kernels/ctc.zig");

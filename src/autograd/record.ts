@@ -133,6 +133,11 @@ export interface RecordAttributes {
   BatchNorm: NormAttributes & { readonly training: boolean; readonly momentum: number };
   /** A 2-D convolution's window, dilation and groups. */
   Conv2d: WindowAttributes & { readonly dilation: readonly [number, number]; readonly groups: number };
+  /** A 2-D transposed convolution: the window, dilation and groups of the conv2d it is the input gradient of. */
+  ConvTranspose2d: WindowAttributes & {
+    readonly dilation: readonly [number, number];
+    readonly groups: number;
+  };
   /** An average pooling window, with the extra right padding ceil mode needs (absent: none). */
   AvgPool2d: WindowAttributes & { readonly extra?: readonly [number, number] };
   /** A max pooling window. */

@@ -16,7 +16,7 @@ import { cumsum, gather, scatterAdd } from "../ops/indexing.ts";
 import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
 import { cast, copyInto } from "../ops/copy.ts";
 import { exp } from "../ops/elementwise.ts";
-import { fold, unfold, type WindowGeometry } from "../ops/conv.ts";
+import { conv2d, fold, unfold, type WindowGeometry } from "../ops/conv.ts";
 import { ctcLossBackward } from "../ops/sequence.ts";
 import { maxPool2dBackward } from "../ops/pool.ts";
 import { embeddingBackward } from "../ops/nn.ts";
@@ -257,6 +257,9 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   },
   // Per group: dx = col2im(Wᵀ·g), dW = Σₙ g·colsᵀ (the input unfolded again), db = Σ g over N, OH, OW.
   Conv2d: (r, g) => conv2dBackward(r, g),
+  // dx = conv2d(g, W) (the forward of the conv2d this is the input gradient of); dW = Σₙ x·unfold(g)ᵀ per
+  // group; db = Σ g over N, OH, OW.
+  ConvTranspose2d: (r, g) => convTranspose2dBackward(r, g),
   // Each output's gradient, divided by its divisor (KH·KW, or saved slot 0 [OH, OW]), is added back over its
   // window (col2im of a broadcast view); ceil mode's extra right padding is folded as input and cut away.
   AvgPool2d: (r, g) => {
@@ -451,6 +454,36 @@ function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)
   if (r.needsGrad(1)) {
     const columns = unfold("backward", r.savedTensor(0), geometry);
     const perImage = matmul(grouped, transpose(reshape(columns, [n, groups, k, oh * ow]), -1, -2));
+    dWeight = reshape(sum(perImage, 0), weightShape);
+  }
+  if (r.inputs.length === 2) return [dx, dWeight];
+  return [dx, dWeight, r.needsGrad(2) ? sum(g, [0, 2, 3]) : null];
+}
+
+function convTranspose2dBackward(r: BackwardRecord<"ConvTranspose2d">, g: Tensor): (Tensor | null)[] {
+  const { kernel: [kh, kw], stride, padding, dilation, groups } = r.attrs;
+  const input = r.inputShape(0);
+  const weightShape = r.inputShape(1);
+  const [n, c, h, w] = input;
+  const og = weightShape[1];
+  const geometry = windowGeometry([kh, kw], [...stride], [...padding], [...dilation], [h, w]);
+  let dx: Tensor | null = null;
+  if (r.needsGrad(0)) {
+    const options = { stride: [...stride] as [number, number], padding: [...padding] as [number, number] };
+    const full = conv2d(g, r.savedTensor(1), {
+      ...options,
+      dilation: [...dilation] as [number, number],
+      groups,
+    });
+    // An output padding of at least the stride (allowed below the dilation) gives rows past the input's.
+    dx = full.shape[2] === h && full.shape[3] === w ? full : slice(slice(full, 2, 0, h), 3, 0, w);
+  }
+  let dWeight: Tensor | null = null;
+  if (r.needsGrad(1)) {
+    const columns = unfold("backward", g, geometry);
+    const k = og * kh * kw;
+    const x = reshape(r.savedTensor(0), [n, groups, c / groups, h * w]);
+    const perImage = matmul(x, transpose(reshape(columns, [n, groups, k, h * w]), -1, -2));
     dWeight = reshape(sum(perImage, 0), weightShape);
   }
   if (r.inputs.length === 2) return [dx, dWeight];

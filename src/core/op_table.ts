@@ -158,6 +158,8 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   avgPool2d: { dtypes: "f32", grad: { record: "AvgPool2d" } },
   adaptiveAvgPool2d: { dtypes: "f32", grad: "composed" },
   conv2d: { dtypes: "f32", grad: { record: "Conv2d" } },
+  conv1d: { dtypes: "f32", grad: "composed" },
+  convTranspose2d: { dtypes: "f32", grad: { record: "ConvTranspose2d" } },
   layerNorm: { dtypes: "f32", grad: { record: "LayerNorm" } },
   batchNorm: { dtypes: "f32", grad: { record: "BatchNorm" } },
   concat: { dtypes: "f32", grad: { record: "Concat" } },

@@ -21,6 +21,7 @@ import { nativeOptimizerStep, referenceOptimizerStep } from "./optim.ts";
 import { nativeIndexAdd, referenceIndexAdd } from "./scatter.ts";
 import { nativeIndex, referenceIndex } from "./indexing.ts";
 import { nativeCtc, referenceCtc } from "./ctc.ts";
+import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
 
 /**
  * The native kernels (the default set).
@@ -55,6 +56,8 @@ export const nativeKernels: KernelSet = {
   indexAdd: nativeIndexAdd,
   index: nativeIndex,
   ctc: nativeCtc,
+  im2col: nativeIm2col,
+  col2im: nativeCol2im,
 };
 
 /**
@@ -87,4 +90,6 @@ export const referenceKernels: KernelSet = {
   indexAdd: (params, out, src, index) => referenceIndexAdd(params, out, src, index),
   index: referenceIndex,
   ctc: referenceCtc,
+  im2col: referenceIm2col,
+  col2im: referenceCol2im,
 };

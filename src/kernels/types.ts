@@ -13,6 +13,7 @@ import type { DType, TypedArray } from "../core/dtype.ts";
 import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table.ts";
 import type { OptimizerStepKernel } from "./optim.ts";
 import type { CtcKernel } from "./ctc.ts";
+import type { ConvKernels } from "./conv.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -272,7 +273,7 @@ export interface SequenceKernels {
   readonly ctc: CtcKernel;
 }
 
-/** A complete kernel set: compute, data movement, the optimizer update, scatter, indexing and sequences. */
+/** A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence and convolution kernels. */
 export type KernelSet =
   & TensorKernels
   & MovementKernels
@@ -280,4 +281,5 @@ export type KernelSet =
   & OptimizerKernels
   & ScatterKernels
   & IndexKernels
-  & SequenceKernels;
+  & SequenceKernels
+  & ConvKernels;

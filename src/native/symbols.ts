@@ -60,6 +60,7 @@ export const symbols = {
   zt_index_add_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
   // GEMM
   zt_matmul_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
+  zt_conv_fold_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
   zt_optim_step_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
   zt_index_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
   zt_ctc_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },

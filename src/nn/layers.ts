@@ -169,6 +169,54 @@ export class Conv1d extends Module {
   }
 }
 
+/** Options of `ConvTranspose2d`: those of `Conv2d` and the output padding. */
+export interface ConvTransposeOptions extends ConvOptions<Pair> {
+  /** Extra rows/columns on the bottom/right of the output. @default 0 */
+  readonly outputPadding?: Pair;
+}
+
+/**
+ * 2-D transposed convolution over NCHW (`ops.convTranspose2d`): `weight` [in, out/groups, kh, kw] and `bias`
+ * [out], U(±1/√(out/groups·kh·kw)) as in PyTorch (whose fan-in is taken from weight dimension 1).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nn, Tensor } from "@zigtensor/zigtensor";
+ * using up = new nn.ConvTranspose2d(4, 2, 3, { stride: 2, padding: 1, outputPadding: 1 });
+ * using y = up.forward(Tensor.ones([1, 4, 5, 5]));
+ * assert.deepEqual(y.shape, [1, 2, 10, 10]);
+ * ```
+ */
+export class ConvTranspose2d extends Module {
+  readonly weight: Tensor;
+  readonly bias: Tensor | undefined;
+  readonly #options: ConvTransposeOptions;
+
+  constructor(inChannels: number, outChannels: number, kernelSize: Pair, options: ConvTransposeOptions = {}) {
+    super();
+    const groups = options.groups ?? 1;
+    checkGroups("ConvTranspose2d", inChannels, outChannels, groups);
+    const [kh, kw] = pair("ConvTranspose2d", "kernelSize", kernelSize, 1);
+    const fanIn = (outChannels / groups) * kh * kw;
+    this.weight = this.parameter("weight", fanInUniform([inChannels, outChannels / groups, kh, kw], fanIn));
+    this.bias = options.bias ?? true ? this.parameter("bias", fanInUniform([outChannels], fanIn)) : undefined;
+    this.#options = options;
+  }
+
+  forward(x: Tensor): Tensor {
+    const { stride, padding, outputPadding, dilation, groups } = this.#options;
+    return ops.convTranspose2d(x, this.weight, {
+      bias: this.bias,
+      stride,
+      padding,
+      outputPadding,
+      dilation,
+      groups,
+    });
+  }
+}
+
 /** Options of the batch norms. */
 export interface BatchNormOptions {
   /** @default 1e-5 */

@@ -13,6 +13,7 @@ export {
   BatchNorm2d,
   Conv1d,
   Conv2d,
+  ConvTranspose2d,
   CrossEntropyLoss,
   Dropout,
   Embedding,
@@ -29,7 +30,7 @@ export {
   Softmax,
   Tanh,
 } from "./layers.ts";
-export type { BatchNormOptions, ConvOptions } from "./layers.ts";
+export type { BatchNormOptions, ConvOptions, ConvTransposeOptions } from "./layers.ts";
 export { BCELoss, BCEWithLogitsLoss, KLDivLoss, L1Loss, MSELoss, SmoothL1Loss } from "./losses.ts";
 export { GRU, LSTM } from "./recurrent.ts";
 export type { RecurrentOptions } from "./recurrent.ts";

@@ -1,22 +1,22 @@
 /**
- * 2-D convolution over NCHW tensors, built from the seam's kernels only, so the reference
- * kernel set runs them too. Convolution pads by copying into a slice of a zero tensor, unfolds the windows
- * (im2col) with one strided copy, and multiplies by the weights as a batched matmul; its backward pass folds
- * columns back (col2im) with KH·KW in-place adds on strided views.
+ * 2-D convolution over NCHW tensors (and conv1d, convTranspose2d on top of it), built from the seam's kernels
+ * only, so the reference kernel set runs them too. Convolution unfolds the windows (im2col, one kernel call that
+ * also pads) and multiplies by the weights as a batched matmul; its backward pass folds columns back (col2im,
+ * one kernel call).
  *
  * @module
  */
 import { DType } from "../core/dtype.ts";
-import { TensorShapeError } from "../core/errors.ts";
+import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkInteger, checkOptions } from "../core/options.ts";
-import { GradMode } from "../context.ts";
+import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
+import type { ConvWindowParams } from "../kernels/conv.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { addInto, checkF32, checkPadded, pair, windowStride } from "./common.ts";
 import { matmul } from "./linalg.ts";
-import { reshape, squeeze, unsqueeze, viewOf } from "./views.ts";
-import { copyElements } from "./copy.ts";
+import { reshape, squeeze, transpose, unsqueeze } from "./views.ts";
 
 /** Options of `conv2d`: a number or `[h, w]` for each of stride, padding and dilation. */
 export interface Conv2dOptions {
@@ -24,10 +24,27 @@ export interface Conv2dOptions {
   readonly bias?: Tensor;
   /** The step between output positions. @default 1 */
   readonly stride?: number | readonly [number, number];
-  /** Zeros added on both sides of each spatial axis. @default 0 */
-  readonly padding?: number | readonly [number, number];
+  /**
+   * Zeros added on both sides of each spatial axis; `"valid"` for none, `"same"` (stride 1 only) for an output
+   * of the input's extent, with the odd one of an odd total on the bottom/right as in PyTorch. @default 0
+   */
+  readonly padding?: number | readonly [number, number] | "same" | "valid";
   /** The spacing between kernel taps. @default 1 */
   readonly dilation?: number | readonly [number, number];
+  /** Input and output channels split into this many independent groups. @default 1 */
+  readonly groups?: number;
+}
+
+/** Options of `conv1d`: each a number, over the one spatial axis. */
+export interface Conv1dOptions {
+  /** A bias of shape [out channels], added to every output position. */
+  readonly bias?: Tensor;
+  /** The step between output positions. @default 1 */
+  readonly stride?: number;
+  /** Zeros added on both ends, or `"valid"` (none) or `"same"` (stride 1 only; as for `conv2d`). @default 0 */
+  readonly padding?: number | "same" | "valid";
+  /** The spacing between kernel taps. @default 1 */
+  readonly dilation?: number;
   /** Input and output channels split into this many independent groups. @default 1 */
   readonly groups?: number;
 }
@@ -67,56 +84,30 @@ function outputExtents(
   return [extents[0], extents[1]];
 }
 
-/** `t` read as the elements of `shape` at `strides` from `offset` (a view; the caller keeps it in bounds). */
-function strided(t: Tensor, shape: readonly number[], strides: readonly number[], offset: number): Tensor {
-  return viewOf(t, { shape, strides, offset });
-}
-
-/** The unpadded [N, C, H, W] region of a padded tensor. */
-function interior(padded: Tensor, shape: readonly number[], padding: readonly [number, number]): Tensor {
-  const s = padded.strides;
-  return strided(padded, shape, s, padded.offset + padding[0] * s[2] + padding[1] * s[3]);
-}
-
-/** `x` with zeros around its spatial axes, as a new scoped tensor; `x` itself when there is no padding. */
-function padSpatial(op: string, x: Tensor, padding: readonly [number, number]): Tensor {
-  if (padding[0] === 0 && padding[1] === 0) return x;
-  const [n, c, h, w] = x.shape;
-  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], DType.F32, true, {
-    scoped: true,
-  });
-  copyElements(op, interior(padded, x.shape, padding), x);
-  return padded;
+/** The seam's window parameters of `geometry` over an image of `shape` [N, C, H, W]. */
+function windowParams(shape: readonly number[], geometry: WindowGeometry): ConvWindowParams {
+  const [n, c, h, w] = shape;
+  const { kernel, stride, padding, dilation, output } = geometry;
+  return { input: [n, c, h, w], kernel, stride, padding, dilation, output };
 }
 
 /**
- * The windows of `x` [N, C, H, W] as columns [N, C, KH, KW, OH, OW] (im2col): one strided copy of the padded
- * input, whose windows overlap, into a new scoped tensor.
+ * The windows of `x` [N, C, H, W] as columns [N, C, KH, KW, OH, OW] (im2col) in a new scoped tensor: one
+ * kernel call, zeros where a tap falls in the padding.
  */
 export function unfold(op: string, x: Tensor, geometry: WindowGeometry): Tensor {
-  const { kernel, stride, padding, dilation, output } = geometry;
+  const { kernel, output } = geometry;
   const [n, c] = x.shape;
-  const padded = padSpatial(op, x, padding);
-  try {
-    const s = padded.strides;
-    const windows = strided(
-      padded,
-      [n, c, kernel[0], kernel[1], output[0], output[1]],
-      [s[0], s[1], dilation[0] * s[2], dilation[1] * s[3], stride[0] * s[2], stride[1] * s[3]],
-      padded.offset,
-    );
-    const columns = allocate(op, windows.shape, DType.F32, false, { scoped: true });
-    copyElements(op, columns, windows);
-    return columns;
-  } finally {
-    if (padded !== x) padded.dispose();
-  }
+  const columns = allocate(op, [n, c, kernel[0], kernel[1], output[0], output[1]], DType.F32, false, {
+    scoped: true,
+  });
+  kernels().im2col(windowParams(x.shape, geometry), columns.operand(op), x.operand(op), computeSettings());
+  return columns;
 }
 
 /**
- * The inverse scatter of `unfold` (col2im): columns [N, C, KH, KW, OH, OW] (any strides) summed back into an
- * input-shaped gradient, one in-place add per kernel tap, each over positions that do not overlap. Returns a
- * view of a new scoped padded tensor.
+ * The adjoint of `unfold` (col2im): columns [N, C, KH, KW, OH, OW] (any strides, 0 included) summed back into a
+ * new scoped input-shaped tensor by one kernel call; taps in the padding are dropped.
  */
 export function fold(
   op: string,
@@ -124,32 +115,14 @@ export function fold(
   geometry: WindowGeometry,
   inputShape: readonly number[],
 ): Tensor {
-  const { kernel, stride, padding, dilation, output } = geometry;
-  const [n, c, h, w] = inputShape;
-  const padded = allocate(op, [n, c, h + 2 * padding[0], w + 2 * padding[1]], DType.F32, true, {
-    scoped: true,
-  });
-  const s = padded.strides;
-  const cs = columns.strides;
-  const shape = [n, c, output[0], output[1]];
-  for (let ky = 0; ky < kernel[0]; ky++) {
-    for (let kx = 0; kx < kernel[1]; kx++) {
-      const target = strided(
-        padded,
-        shape,
-        [s[0], s[1], stride[0] * s[2], stride[1] * s[3]],
-        ky * dilation[0] * s[2] + kx * dilation[1] * s[3],
-      );
-      const source = strided(
-        columns,
-        shape,
-        [cs[0], cs[1], cs[4], cs[5]],
-        columns.offset + ky * cs[2] + kx * cs[3],
-      );
-      addInto(op, target, source);
-    }
-  }
-  return interior(padded, inputShape, padding);
+  const image = allocate(op, inputShape, DType.F32, false, { scoped: true });
+  kernels().col2im(
+    windowParams(inputShape, geometry),
+    image.operand(op),
+    columns.operand(op),
+    computeSettings(),
+  );
+  return image;
 }
 
 /** The checked geometry of a convolution of `x` [N, C, H, W] by `weight` [O, C/groups, KH, KW]. */
@@ -193,8 +166,24 @@ function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOpti
   }
   const kernel: [number, number] = [kh, kw];
   const stride = windowStride(op, options.stride ?? 1);
-  const padding = pair(op, "padding", options.padding ?? 0, 0);
   const dilation = pair(op, "dilation", options.dilation ?? 1, 1);
+  const spec = options.padding ?? 0;
+  if (spec === "same") {
+    if (stride[0] !== 1 || stride[1] !== 1) {
+      throw new OptionError(
+        op,
+        `padding "same" needs stride 1 (as in PyTorch), got stride ${formatShape(stride)}`,
+      );
+    }
+    // The total dilation·(k − 1) per axis; an odd one puts its extra zero on the bottom/right, which the
+    // kernels read as outside the image (only the top/left padding is an offset).
+    const padding: [number, number] = [
+      Math.floor((dilation[0] * (kh - 1)) / 2),
+      Math.floor((dilation[1] * (kw - 1)) / 2),
+    ];
+    return { kernel, stride, padding, dilation, output: [x.shape[2], x.shape[3]] };
+  }
+  const padding = spec === "valid" ? [0, 0] as [number, number] : pair(op, "padding", spec, 0);
   const output = outputExtents(op, x.shape, kernel, stride, padding, dilation);
   return { kernel, stride, padding, dilation, output };
 }
@@ -272,5 +261,178 @@ export function conv2d(x: Tensor, weight: Tensor, options?: Conv2dOptions): Tens
   return record(y, "Conv2d", inputs, {
     saved: [weight.requiresGrad ? x : null, x.requiresGrad ? weight : null],
     attrs: { kernel, stride, padding, dilation, groups: x.shape[1] / weight.shape[1] },
+  });
+}
+
+/**
+ * 1-D convolution (cross-correlation) of `x` [N, C, L] (or one sequence [C, L]) by `weight` [O, C/groups, K],
+ * with an optional `bias` [O]: a `conv2d` over a height-1 image (views, no copies), so its gradients are
+ * conv2d's. Output [N, O, OL] with `OL = floor((L + 2·padding − dilation·(K − 1) − 1)/stride) + 1`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[[1, 2, 3, 4]]]);
+ * using w = Tensor.from([[[1, -1]]]);
+ * using y = ops.conv1d(x, w, { padding: "same" });
+ * assert.deepEqual([...y.toArray()], [-1, -1, -1, 4]);
+ * ```
+ */
+export function conv1d(x: Tensor, weight: Tensor, options?: Conv1dOptions): Tensor {
+  const op = "conv1d";
+  options = checkOptions(op, options, ["bias", "stride", "padding", "dilation", "groups"]);
+  checkF32(op, x, weight);
+  if ((x.rank !== 2 && x.rank !== 3) || weight.rank !== 3) {
+    throw new TensorShapeError(
+      op,
+      `conv1d takes an NCL tensor (or one CL sequence) and a weight [out channels, in channels / groups, k], ` +
+        `got ${formatShape(x.shape)} and ${formatShape(weight.shape)}`,
+      [x.shape, weight.shape],
+    );
+  }
+  const one = (name: string, value: number | undefined, fallback: number, min: number) =>
+    checkInteger(op, name, value ?? fallback, min);
+  const spec = options.padding ?? 0;
+  if (typeof spec === "string" && spec !== "same" && spec !== "valid") {
+    throw new OptionError(op, `padding must be an integer ≥ 0, "same" or "valid", got "${spec}"`);
+  }
+  const padding = typeof spec === "string" ? spec : [0, one("padding", spec, 0, 0)] as const;
+  const stride = one("stride", options.stride, 1, 1);
+  if (spec === "same" && stride !== 1) {
+    throw new OptionError(op, `padding "same" needs stride 1 (as in PyTorch), got stride ${stride}`);
+  }
+  const y = conv2d(unsqueeze(x, -2), unsqueeze(weight, 2), {
+    bias: options.bias,
+    groups: options.groups,
+    stride: [1, stride],
+    dilation: [1, one("dilation", options.dilation, 1, 1)],
+    padding,
+  });
+  return squeeze(y, -2);
+}
+
+/** Options of `convTranspose2d`: a number or `[h, w]` for each of stride, padding, outputPadding and dilation. */
+export interface ConvTranspose2dOptions {
+  /** A bias of shape [out channels], added to every output position. */
+  readonly bias?: Tensor;
+  /** The step between the input's positions in the output. @default 1 */
+  readonly stride?: number | readonly [number, number];
+  /** `dilation·(kernel − 1) − padding` zeros around the input, as the conv2d whose input gradient this is. @default 0 */
+  readonly padding?: number | readonly [number, number];
+  /** Extra rows/columns on the bottom/right of the output; less than the stride or the dilation. @default 0 */
+  readonly outputPadding?: number | readonly [number, number];
+  /** Input and output channels split into this many independent groups. @default 1 */
+  readonly groups?: number;
+  /** The spacing between kernel taps. @default 1 */
+  readonly dilation?: number | readonly [number, number];
+}
+
+/**
+ * The checked geometry of a transposed convolution of `x` [N, C, H, W] by `weight` [C, O/groups, KH, KW]: that of
+ * the conv2d from the output [N, O, OH, OW] back to `x`, so `output` is [H, W].
+ */
+function transposeGeometry(op: string, x: Tensor, weight: Tensor, options: ConvTranspose2dOptions): {
+  geometry: WindowGeometry;
+  groups: number;
+  outShape: [number, number, number, number];
+} {
+  const [n, c, h, w] = x.shape;
+  const groups = checkInteger(op, "groups", options.groups ?? 1, 1);
+  if (
+    weight.rank !== 4 || weight.shape[0] !== c || c % groups !== 0 || weight.shape[2] === 0 ||
+    weight.shape[3] === 0
+  ) {
+    throw new TensorShapeError(
+      op,
+      `weight must be [in channels (${c}, divisible by groups ${groups}), out channels / groups, kH, kW] with a ` +
+        `non-empty kernel, got ${formatShape(weight.shape)} for input ${formatShape(x.shape)}`,
+      [x.shape, weight.shape],
+    );
+  }
+  const o = weight.shape[1] * groups;
+  const kernel: [number, number] = [weight.shape[2], weight.shape[3]];
+  const stride = pair(op, "stride", options.stride ?? 1, 1);
+  const padding = pair(op, "padding", options.padding ?? 0, 0);
+  const outputPadding = pair(op, "outputPadding", options.outputPadding ?? 0, 0);
+  const dilation = pair(op, "dilation", options.dilation ?? 1, 1);
+  const size = [h, w].map((extent, axis) => {
+    if (outputPadding[axis] >= Math.max(stride[axis], dilation[axis])) {
+      throw new OptionError(
+        op,
+        `outputPadding ${formatShape(outputPadding)} must be smaller than the stride ${
+          formatShape(stride)
+        } or ` +
+          `the dilation ${formatShape(dilation)}`,
+      );
+    }
+    return (extent - 1) * stride[axis] - 2 * padding[axis] + dilation[axis] * (kernel[axis] - 1) +
+      outputPadding[axis] + 1;
+  });
+  if (size[0] < 1 || size[1] < 1) {
+    throw new TensorShapeError(
+      op,
+      `the output extents ${formatShape(size)} ((size − 1)·stride − 2·padding + dilation·(kernel − 1) + ` +
+        `outputPadding + 1) must be positive`,
+      [x.shape, weight.shape],
+    );
+  }
+  const bias = options.bias;
+  if (bias !== undefined && (bias.rank !== 1 || bias.shape[0] !== o)) {
+    throw new TensorShapeError(op, `bias must be [${o}], got ${formatShape(bias.shape)}`, [
+      weight.shape,
+      bias.shape,
+    ]);
+  }
+  return {
+    geometry: { kernel, stride, padding, dilation, output: [h, w] },
+    groups,
+    outShape: [n, o, size[0], size[1]],
+  };
+}
+
+/**
+ * 2-D transposed convolution of `x` [N, C, H, W] (or [C, H, W]) by `weight` [C, O/groups, KH, KW], with an
+ * optional `bias` [O], as PyTorch's `conv_transpose2d`: the input gradient of the conv2d with the same options
+ * (one batched matmul and one col2im). Output [N, O, OH, OW] with
+ * `OH = (H − 1)·stride − 2·padding + dilation·(KH − 1) + outputPadding + 1`. Records ConvTranspose2d: slot 0
+ * the input (when the weight needs a gradient), slot 1 the weight (when the input needs one); its input gradient
+ * is conv2d's forward, its weight gradient a matmul against the unfolded output gradient.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([[[[1, 2]]]]);
+ * using w = Tensor.from([[[[1, 10]]]]);
+ * using y = ops.convTranspose2d(x, w, { stride: 2 });
+ * assert.deepEqual([...y.toArray()], [1, 10, 2, 20]);
+ * ```
+ */
+export function convTranspose2d(x: Tensor, weight: Tensor, options?: ConvTranspose2dOptions): Tensor {
+  const op = "convTranspose2d";
+  options = checkOptions(op, options, ["bias", "stride", "padding", "outputPadding", "groups", "dilation"]);
+  checkF32(op, x, weight);
+  if (options.bias !== undefined) checkF32(op, options.bias);
+  checkImage(op, x);
+  if (x.rank === 3) return squeeze(convTranspose2d(unsqueeze(x, 0), weight, options), 0);
+  const { geometry, groups, outShape } = transposeGeometry(op, x, weight, options);
+  const [n, c, h, w] = x.shape;
+  const [, og, kh, kw] = weight.shape;
+  const bias = options.bias;
+  const y = GradMode.noGrad(() => {
+    const weightT = transpose(reshape(weight, [groups, c / groups, og * kh * kw]), -1, -2);
+    const columns = matmul(weightT, reshape(x, [n, groups, c / groups, h * w]));
+    const image = fold(op, reshape(columns, [n, outShape[1], kh, kw, h, w]), geometry, outShape);
+    columns.dispose();
+    if (bias !== undefined) addInto(op, image, reshape(bias, [outShape[1], 1, 1]));
+    return image;
+  });
+  const inputs = bias === undefined ? [x, weight] : [x, weight, bias];
+  if (!shouldRecord(...inputs)) return y;
+  const { kernel, stride, padding, dilation } = geometry;
+  return record(y, "ConvTranspose2d", inputs, {
+    saved: [weight.requiresGrad ? x : null, x.requiresGrad ? weight : null],
+    attrs: { kernel, stride, padding, dilation, groups },
   });
 }

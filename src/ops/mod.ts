@@ -29,8 +29,8 @@ export type { PadOptions, TriangleOptions, ValuesAndIndices } from "./indexing.t
 export { linear, matmul } from "./linalg.ts";
 export { attention, concat, crossEntropy, embedding, nllLoss } from "./nn.ts";
 export type { AttentionOptions, EmbeddingOptions } from "./nn.ts";
-export { conv2d } from "./conv.ts";
-export type { Conv2dOptions } from "./conv.ts";
+export { conv1d, conv2d, convTranspose2d } from "./conv.ts";
+export type { Conv1dOptions, Conv2dOptions, ConvTranspose2dOptions } from "./conv.ts";
 export { adaptiveAvgPool2d, avgPool2d, maxPool2d } from "./pool.ts";
 export type { AvgPool2dOptions, MaxPool2dResult, Pool2dOptions } from "./pool.ts";
 export {

@@ -187,13 +187,16 @@ export function conv2d(
   x: F64,
   w: F64,
   bias: F64 | null,
-  geometry: { stride: number[]; padding: number[]; dilation: number[]; groups: number },
+  geometry: { stride: number[]; padding: number[]; dilation: number[]; groups: number; output?: number[] },
 ): F64 {
   const { stride, padding, dilation, groups } = geometry;
   const [n, , h, wd] = x.shape;
   const [o, cg, kh, kw] = w.shape;
-  const oh = Math.floor((h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / stride[0]) + 1;
-  const ow = Math.floor((wd + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / stride[1]) + 1;
+  // `output` (for asymmetric padding: `padding` is then the top/left side) overrides the symmetric extents.
+  const oh = geometry.output?.[0] ??
+    Math.floor((h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / stride[0]) + 1;
+  const ow = geometry.output?.[1] ??
+    Math.floor((wd + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / stride[1]) + 1;
   const perGroup = o / groups;
   return build([n, o, oh, ow], ([b, oc, oy, ox]) => {
     let acc = bias === null ? 0 : bias.data[oc];
@@ -563,4 +566,52 @@ export function checkGradients(c: GradCase, mode: "exact" | "fast"): void {
       );
     }
   });
+}
+
+/** Transposed convolution, as the scatter of each input element through the kernel (PyTorch's conv_transpose2d). */
+export function convTranspose2d(
+  x: F64,
+  w: F64,
+  bias: F64 | null,
+  geometry: {
+    stride: number[];
+    padding: number[];
+    dilation: number[];
+    outputPadding: number[];
+    groups: number;
+  },
+): F64 {
+  const { stride, padding, dilation, outputPadding, groups } = geometry;
+  const [n, c, h, wd] = x.shape;
+  const [, og, kh, kw] = w.shape;
+  const o = og * groups;
+  const oh = (h - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kh - 1) + outputPadding[0] + 1;
+  const ow = (wd - 1) * stride[1] - 2 * padding[1] + dilation[1] * (kw - 1) + outputPadding[1] + 1;
+  const out = new Float64Array(n * o * oh * ow);
+  for (let b = 0; b < n; b++) {
+    for (let ci = 0; ci < c; ci++) {
+      const group = Math.floor(ci / (c / groups));
+      for (let y = 0; y < h; y++) {
+        for (let xx = 0; xx < wd; xx++) {
+          for (let j = 0; j < og; j++) {
+            for (let ky = 0; ky < kh; ky++) {
+              for (let kx = 0; kx < kw; kx++) {
+                const Y = y * stride[0] - padding[0] + ky * dilation[0];
+                const X = xx * stride[1] - padding[1] + kx * dilation[1];
+                if (Y < 0 || Y >= oh || X < 0 || X >= ow) continue;
+                out[((b * o + group * og + j) * oh + Y) * ow + X] += at(x, b, ci, y, xx) *
+                  at(w, ci, j, ky, kx);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (bias !== null) {
+    for (let i = 0; i < out.length; i++) {
+      out[i] += bias.data[Math.floor(i / (oh * ow)) % o];
+    }
+  }
+  return f64([n, o, oh, ow], out);
 }

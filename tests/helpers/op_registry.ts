@@ -597,6 +597,82 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f32: ([x, w, b]) => ops.conv2d(x, w, { bias: b, padding: [1, 0], stride: [2, 1] }),
       f64: ([x, w, b]) => R.conv2d(x, w, b, { stride: [2, 1], padding: [1, 0], dilation: [1, 1], groups: 1 }),
     },
+    {
+      // Totals 1 (odd: the extra zero goes below) and 2 (one zero each side).
+      name: "conv2d (padding same, asymmetric)",
+      shapes: [[2, 2, 5, 4], [3, 2, 2, 3]],
+      f32: ([x, w]) => ops.conv2d(x, w, { padding: "same" }),
+      f64: ([x, w]) =>
+        R.conv2d(x, w, null, {
+          stride: [1, 1],
+          padding: [0, 1],
+          dilation: [1, 1],
+          groups: 1,
+          output: [5, 4],
+        }),
+    },
+  ],
+  convTranspose2d: [
+    {
+      name: "convTranspose2d (bias, stride, padding, outputPadding, groups)",
+      shapes: [[2, 4, 3, 2], [4, 1, 3, 2], [2]],
+      f32: ([x, w, b]) =>
+        ops.convTranspose2d(x, w, {
+          bias: b,
+          stride: [2, 1],
+          padding: [1, 0],
+          outputPadding: [1, 0],
+          groups: 2,
+        }),
+      f64: ([x, w, b]) =>
+        R.convTranspose2d(x, w, b, {
+          stride: [2, 1],
+          padding: [1, 0],
+          dilation: [1, 1],
+          outputPadding: [1, 0],
+          groups: 2,
+        }),
+    },
+    {
+      // An output padding below the dilation but not the stride: the input gradient drops a row.
+      name: "convTranspose2d (dilation, outputPadding ≥ stride)",
+      shapes: [[1, 2, 3, 3], [2, 3, 2, 2]],
+      f32: ([x, w]) => ops.convTranspose2d(x, w, { dilation: [2, 1], outputPadding: [1, 0] }),
+      f64: ([x, w]) =>
+        R.convTranspose2d(x, w, null, {
+          stride: [1, 1],
+          padding: [0, 0],
+          dilation: [2, 1],
+          outputPadding: [1, 0],
+          groups: 1,
+        }),
+    },
+  ],
+  conv1d: [
+    {
+      name: "conv1d (bias, groups, stride, padding)",
+      shapes: [[2, 4, 7], [6, 2, 3], [6]],
+      f32: ([x, w, b]) => ops.conv1d(x, w, { bias: b, groups: 2, stride: 2, padding: 1 }),
+      f64: ([x, w, b]) => {
+        const y = R.conv2d(R.f64([2, 4, 1, 7], x.data), R.f64([6, 2, 1, 3], w.data), b, {
+          stride: [1, 2],
+          padding: [0, 1],
+          dilation: [1, 1],
+          groups: 2,
+        });
+        return R.f64([2, 6, 4], y.data);
+      },
+    },
+    {
+      name: "conv1d (padding same, dilation 3)",
+      shapes: [[1, 2, 6], [2, 2, 2]],
+      f32: ([x, w]) => ops.conv1d(x, w, { padding: "same", dilation: 3 }),
+      f64: ([x, w]) => {
+        const geometry = { stride: [1, 1], padding: [0, 1], dilation: [1, 3], groups: 1, output: [1, 6] };
+        const y = R.conv2d(R.f64([1, 2, 1, 6], x.data), R.f64([2, 2, 1, 2], w.data), null, geometry);
+        return R.f64([1, 2, 6], y.data);
+      },
+    },
   ],
   avgPool2d: [
     {

@@ -20,6 +20,7 @@ const abi = @import("../abi.zig");
 const table = @import("table.zig");
 const bench = @import("../bench.zig");
 const aligned = @import("../memory/aligned.zig");
+const conv = @import("conv.zig");
 
 /// out[..., m, n] = Σ_k a[..., m, k] · b[..., k, n]; see `matmulF32`. Returns an `abi.Status`.
 pub const MatmulFn = *const fn (
@@ -35,11 +36,14 @@ pub const MatmulFn = *const fn (
 pub const Table = extern struct {
     matmul_f32: MatmulFn,
     bench: bench.Table,
+    /// im2col and col2im of convolution (`conv.zig`), which feed and drain this family's products.
+    conv_fold_f32: conv.FoldFn,
 };
 
 pub const table_entries: Table = .{
     .matmul_f32 = matmulF32,
     .bench = bench.table_entries,
+    .conv_fold_f32 = conv.foldF32,
 };
 
 /// Bytes in one vector register of the CPU this file is compiled for. (`suggestVectorLength` answers 256
