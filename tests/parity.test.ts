@@ -228,8 +228,8 @@ test("assertClose passes within rtol/atol and otherwise names the worst element"
 });
 
 test("every op with a tensor first argument is also a Tensor method", () => {
-  // Not methods: concat takes an array; copyInto and fillStrided are the methods copyFrom and fill.
-  const notMethods = new Set(["concat", "copyInto", "fillStrided"]);
+  // Not methods: concat and stack take an array; copyInto and fillStrided are the methods copyFrom and fill.
+  const notMethods = new Set(["concat", "stack", "copyInto", "fillStrided"]);
   const functions = Object.entries(ops).filter(([, v]) => typeof v === "function").map(([k]) => k);
   const proto = Tensor.prototype as unknown as Record<string, unknown>;
   const missing = functions.filter((name) => !notMethods.has(name) && typeof proto[name] !== "function");
