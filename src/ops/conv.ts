@@ -14,7 +14,7 @@ import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import type { ConvWindowParams } from "../kernels/conv.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { addInto, checkF32, checkPadded, pair, windowStride } from "./common.ts";
+import { addInto, checkF32, pair, sweepExtents, windowStride } from "./common.ts";
 import { matmul } from "./linalg.ts";
 import { reshape, squeeze, transpose, unsqueeze } from "./views.ts";
 
@@ -56,32 +56,6 @@ export interface WindowGeometry {
   readonly padding: readonly [number, number];
   readonly dilation: readonly [number, number];
   readonly output: readonly [number, number];
-}
-
-/** The output extent of each spatial axis, or a `TensorShapeError` when the window does not fit. */
-function outputExtents(
-  op: string,
-  shape: readonly number[],
-  kernel: readonly [number, number],
-  stride: readonly [number, number],
-  padding: readonly [number, number],
-  dilation: readonly [number, number],
-): [number, number] {
-  const extents: number[] = [];
-  for (const axis of [0, 1]) {
-    const span = dilation[axis] * (kernel[axis] - 1) + 1;
-    const size = checkPadded(op, shape, shape[2 + axis], padding[axis]);
-    if (size < span) {
-      throw new TensorShapeError(
-        op,
-        `the input ${formatShape(shape)} padded by ${formatShape(padding)} is smaller than the kernel ` +
-          `${formatShape(kernel)}${dilation[axis] > 1 ? ` dilated by ${formatShape(dilation)}` : ""}`,
-        [shape],
-      );
-    }
-    extents.push(Math.floor((size - span) / stride[axis]) + 1);
-  }
-  return [extents[0], extents[1]];
 }
 
 /** The seam's window parameters of `geometry` over an image of `shape` [N, C, H, W]. */
@@ -184,7 +158,7 @@ function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOpti
     return { kernel, stride, padding, dilation, output: [x.shape[2], x.shape[3]] };
   }
   const padding = spec === "valid" ? [0, 0] as [number, number] : pair(op, "padding", spec, 0);
-  const output = outputExtents(op, x.shape, kernel, stride, padding, dilation);
+  const output = sweepExtents(op, x.shape, kernel, stride, padding, dilation, false, false);
   return { kernel, stride, padding, dilation, output };
 }
 

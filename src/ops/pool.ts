@@ -19,7 +19,7 @@ import { tidy } from "../memory/scope.ts";
 import { cast, contiguous, copyElements } from "./copy.ts";
 import { checkImage } from "./conv.ts";
 import { concat } from "./nn.ts";
-import { checkF32, checkPadded, newOutput, pair, windowStride } from "./common.ts";
+import { checkF32, newOutput, pair, sweepExtents, windowStride } from "./common.ts";
 
 /** Options of `maxPool2d`: a number or [h, w] for each pair. */
 export interface Pool2dOptions {
@@ -59,56 +59,6 @@ export interface AvgPool2dOptions {
   readonly countIncludePad?: boolean;
   /** Divide every window's sum by this instead (PyTorch's `divisor_override`). */
   readonly divisorOverride?: number;
-}
-
-/**
- * The output extents of a window sweep, by PyTorch's rule: `⌊(size + 2·pad − dilation·(kernel − 1) − 1)/stride⌋
- * + 1`, rounded up instead in ceil mode unless that last window would start past the input and its left
- * padding. Throws a `TensorShapeError` when the window does not fit or, with `needTap`, when a window holds
- * no in-bounds position (max pooling has nothing to pick there).
- */
-export function sweepExtents(
-  op: string,
-  shape: readonly number[],
-  kernel: readonly [number, number],
-  stride: readonly [number, number],
-  padding: readonly [number, number],
-  dilation: readonly [number, number],
-  ceilMode: boolean,
-  needTap: boolean,
-): [number, number] {
-  const extents: number[] = [];
-  for (const axis of [0, 1]) {
-    const size = shape[2 + axis];
-    const [k, s, p, d] = [kernel[axis], stride[axis], padding[axis], dilation[axis]];
-    const room = checkPadded(op, shape, size, p) - (d * (k - 1) + 1);
-    if (room < 0) {
-      throw new TensorShapeError(
-        op,
-        `the input ${formatShape(shape)} padded by ${formatShape(padding)} is smaller than the kernel ${
-          formatShape(kernel)
-        }${d > 1 ? ` dilated by ${formatShape(dilation)}` : ""}`,
-        [shape],
-      );
-    }
-    let extent = (ceilMode ? Math.ceil(room / s) : Math.floor(room / s)) + 1;
-    if (ceilMode && (extent - 1) * s >= size + p) extent--;
-    for (let o = 0; needTap && o < extent; o++) {
-      const start = o * s - p;
-      const first = start >= 0 ? start : start + Math.ceil(-start / d) * d;
-      if (first >= size || first > start + (k - 1) * d) {
-        throw new TensorShapeError(
-          op,
-          `window ${o} of axis ${axis + 2} holds no position of the input ${formatShape(shape)} (padding ${
-            formatShape(padding)
-          }, dilation ${formatShape(dilation)})`,
-          [shape],
-        );
-      }
-    }
-    extents.push(extent);
-  }
-  return [extents[0], extents[1]];
 }
 
 /**
