@@ -316,7 +316,7 @@ export interface SoftplusOptions {
  * import { ops, Tensor } from "@zigtensor/zigtensor";
  * using x = Tensor.from([0, 30]);
  * using y = ops.softplus(x);
- * assert.ok(Math.abs(y.get(0) - Math.LN2) < 1e-7 && y.get(1) === 30);
+ * assert.ok(Math.abs((y.get(0) as number) - Math.LN2) < 1e-7 && y.get(1) === 30);
  * ```
  */
 export function softplus(x: Tensor, options?: SoftplusOptions): Tensor {

@@ -268,7 +268,7 @@ function varianceOf(
  * using a = Tensor.from([1, 2, 3, 4]);
  * using v = ops.var(a);
  * using p = a.var(0, { correction: 0 });
- * assert.ok(Math.abs(v.item() - 5 / 3) < 1e-6 && p.item() === 1.25);
+ * assert.ok(Math.abs((v.item() as number) - 5 / 3) < 1e-6 && p.item() === 1.25);
  * ```
  */
 function variance(x: Tensor, axis?: number | readonly number[], options?: VarOptions): Tensor {
@@ -291,7 +291,7 @@ export function std(x: Tensor, axis?: number | readonly number[], options?: VarO
  * import { ops, Tensor } from "@zigtensor/zigtensor";
  * using a = Tensor.from([[1000, 1000]]);
  * using l = ops.logsumexp(a, 1);
- * assert.ok(Math.abs(l.item() - (1000 + Math.log(2))) < 1e-3);
+ * assert.ok(Math.abs((l.item() as number) - (1000 + Math.log(2))) < 1e-3);
  * ```
  */
 export function logsumexp(
@@ -329,7 +329,7 @@ const NORM_KEYS = ["p", "axis", "keepDims"] as const;
  * using a = Tensor.from([[3, -4]]);
  * using two = a.norm();
  * using one = ops.norm(a, { p: 1, axis: 1 });
- * assert.ok(two.item() === 5 && one.toNested()[0] === 7);
+ * assert.ok(two.item() === 5 && (one.toNested() as number[])[0] === 7);
  * ```
  */
 export function norm(x: Tensor, options?: NormOptions): Tensor {

@@ -4,7 +4,7 @@
 import { kernelInfo } from "../../src/native/kernel_info.ts";
 import { nativeKernels, referenceKernels } from "../../src/kernels/sets.ts";
 import type { ComputeSettings, KernelOperand } from "../../src/kernels/types.ts";
-import { sweepExtents } from "../../src/ops/pool.ts";
+import { sweepExtents } from "../../src/ops/common.ts";
 import { contiguousView, fillF32, OperandPool, randomView, Rng } from "../helpers/operands.ts";
 
 const failures: string[] = [];
