@@ -5,11 +5,14 @@
  *
  * @module
  */
-import { TensorShapeError } from "../core/errors.ts";
+import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
+import { Xorshift128 } from "../core/random.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, Tensor } from "../tensor.ts";
+import { Tensor } from "../tensor.ts";
 import * as ops from "../ops/mod.ts";
-import { xavierUniform } from "./init.ts";
+import { additiveMask, causalAllowed } from "../ops/nn.ts";
+import { drawSeed, xavierUniform } from "./init.ts";
 import { Dropout, LayerNorm, Linear } from "./layers.ts";
 import { Module } from "./module.ts";
 
@@ -26,19 +29,19 @@ export interface AttentionMasks {
   readonly isCausal?: boolean;
 }
 
-/** The values of a mask as additive F32 numbers: Bool true → −∞. */
-function additiveValues(mask: Tensor): Float64Array {
-  const values = mask.contiguous().toArray();
-  const out = new Float64Array(values.length);
-  for (let i = 0; i < values.length; i++) {
-    out[i] = mask.dtype === 9 ? (values[i] ? -Infinity : 0) : Number(values[i]);
+/** A PyTorch-style mask as additive F32 scores (Bool true, not allowed, → −∞; false → 0); an F32 mask as is. */
+function additive(op: string, name: string, mask: Tensor): Tensor {
+  if (mask.dtype === DType.F32) return mask;
+  if (mask.dtype !== DType.Bool) {
+    throw new DTypeError(op, `${name} must be a Bool or F32 tensor, got ${dtypeInfo(mask.dtype).name}`);
   }
-  return out;
+  return additiveMask(ops.sub(1, mask.cast(DType.F32)));
 }
 
 /**
- * One additive F32 mask [N, heads, L, S] (or [L, S]) from PyTorch-style masks, or the F32 `attnMask` itself when
- * it is the only one (so that it stays differentiable); undefined when there is none.
+ * One additive F32 mask that broadcasts to the scores [N, heads, L, S], the sum of the PyTorch-style masks
+ * given (by native element-wise ops), or undefined when there is none. An F32 `attnMask` stays
+ * differentiable.
  */
 function combinedMask(
   n: number,
@@ -48,11 +51,6 @@ function combinedMask(
   masks: AttentionMasks,
 ): Tensor | undefined {
   const { attnMask, keyPaddingMask } = masks;
-  const causal = masks.isCausal === true;
-  if (attnMask === undefined && keyPaddingMask === undefined && !causal) return undefined;
-  if (attnMask !== undefined && keyPaddingMask === undefined && !causal && attnMask.dtype === 1) {
-    return attnMask.rank === 3 ? attnMask.reshape([n, heads, l, s]) : attnMask;
-  }
   const op = "MultiheadAttention";
   if (attnMask !== undefined) {
     const ok = (attnMask.rank === 2 && attnMask.shape[0] === l && attnMask.shape[1] === s) ||
@@ -72,30 +70,24 @@ function combinedMask(
       [keyPaddingMask.shape],
     );
   }
-  const attn = attnMask === undefined ? null : additiveValues(attnMask);
-  const perHead = attnMask !== undefined && attnMask.rank === 3;
-  const padding = keyPaddingMask === undefined ? null : additiveValues(keyPaddingMask);
-  const out = allocate(op, [n, heads, l, s], 1, false, { scoped: true });
-  const data = out.mutableData() as Float32Array;
-  for (let b = 0; b < n; b++) {
-    for (let h = 0; h < heads; h++) {
-      for (let i = 0; i < l; i++) {
-        for (let j = 0; j < s; j++) {
-          let v = causal && j > i ? -Infinity : 0;
-          if (attn !== null) v += attn[(perHead ? (b * heads + h) * l * s : 0) + i * s + j];
-          if (padding !== null) v += padding[b * s + j];
-          data[((b * heads + h) * l + i) * s + j] = v;
-        }
-      }
-    }
+  const parts: Tensor[] = [];
+  if (masks.isCausal === true) parts.push(additiveMask(causalAllowed(l, s)));
+  if (attnMask !== undefined) {
+    const values = additive(op, "attnMask", attnMask);
+    parts.push(attnMask.rank === 3 ? values.reshape([n, heads, l, s]) : values);
   }
-  return out;
+  if (keyPaddingMask !== undefined) {
+    parts.push(additive(op, "keyPaddingMask", keyPaddingMask).reshape([n, 1, 1, s]));
+  }
+  return parts.length === 0 ? undefined : parts.reduce((sum, t) => ops.add(sum, t));
 }
 
 /** Options of `MultiheadAttention`. */
 export interface MultiheadAttentionOptions {
-  /** Dropout on the attention weights in training mode. @default 0 */
+  /** Dropout on the attention weights in training mode (`ops.attention`'s `dropout`). @default 0 */
   readonly dropout?: number;
+  /** The seed of the dropout masks' stream (each training forward pass draws one); random when absent. */
+  readonly seed?: number;
   /** @default true */
   readonly bias?: boolean;
   /** Inputs and output are [N, L, E] instead of PyTorch's default [L, N, E]. @default false */
@@ -123,7 +115,9 @@ export class MultiheadAttention extends Module<[Tensor, Tensor, Tensor, Attentio
   readonly inProjBias: Tensor | undefined;
   readonly outProj: Linear;
   readonly batchFirst: boolean;
-  readonly #dropout: Dropout;
+  /** The attention-weight dropout probability, applied in training mode. */
+  readonly dropout: number;
+  readonly #random: Xorshift128;
 
   constructor(readonly embedDim: number, readonly numHeads: number, options: MultiheadAttentionOptions = {}) {
     super();
@@ -143,7 +137,11 @@ export class MultiheadAttention extends Module<[Tensor, Tensor, Tensor, Attentio
     this.outProj = this.module("out_proj", new Linear(embedDim, embedDim, { bias }));
     this.outProj.bias?.fill(0);
     this.batchFirst = options.batchFirst ?? false;
-    this.#dropout = new Dropout(options.dropout ?? 0);
+    this.dropout = options.dropout ?? 0;
+    if (typeof this.dropout !== "number" || !(this.dropout >= 0 && this.dropout <= 1)) {
+      throw new RangeError(`MultiheadAttention: dropout must be in [0, 1], got ${String(this.dropout)}`);
+    }
+    this.#random = new Xorshift128(options.seed ?? drawSeed());
   }
 
   forward(query: Tensor, key: Tensor, value: Tensor, masks: AttentionMasks = {}): Tensor {
@@ -177,15 +175,11 @@ export class MultiheadAttention extends Module<[Tensor, Tensor, Tensor, Attentio
     const k = project(k0, 1, s);
     const v = project(v0, 2, s);
     const mask = combinedMask(n, heads, l, s, masks);
-    let attended: Tensor;
-    if (this.training && this.#dropout.p > 0) {
-      this.#dropout.training = true;
-      let scores = ops.mul(ops.matmul(q, k.transpose(-1, -2)), 1 / Math.sqrt(d));
-      if (mask !== undefined) scores = ops.add(scores, mask);
-      attended = ops.matmul(this.#dropout.forward(ops.softmax(scores, -1)), v);
-    } else {
-      attended = ops.attention(q, k, v, { mask });
-    }
+    // In training, each forward pass draws its dropout seed from the module's stream (as nn.Dropout does).
+    const dropout = this.training && this.dropout > 0
+      ? { dropout: this.dropout, seed: this.#random.next() }
+      : {};
+    const attended = ops.attention(q, k, v, { mask, ...dropout });
     const merged = attended.permute([0, 2, 1, 3]).reshape([n, l, e]);
     return major(this.outProj.forward(merged));
   }

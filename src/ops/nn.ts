@@ -12,11 +12,13 @@ import { broadcastShapes, formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
-import { abs, add, div, gt, mul, pow, sub } from "./elementwise.ts";
+import { abs, add, div, gt, le, maximum, mul, pow, sub } from "./elementwise.ts";
 import { checkF32, checkTensor, newOutput } from "./common.ts";
 import { matmul } from "./linalg.ts";
-import { logSoftmax, softmax, sum } from "./reduce.ts";
-import { slice, transpose, viewOf } from "./views.ts";
+import { logSoftmax, max, softmax, sum } from "./reduce.ts";
+import { reshape, slice, transpose, unsqueeze, viewOf } from "./views.ts";
+import { dropout } from "./dropout.ts";
+import type { Seed } from "../core/random.ts";
 import { cast, contiguous, copyElements, copyInto } from "./copy.ts";
 
 /** The class of each row as integers, checked against the class count. */
@@ -312,75 +314,94 @@ export interface AttentionOptions {
   readonly causal?: boolean;
   /** The factor of the scores. @default 1/√E */
   readonly scale?: number;
+  /**
+   * The probability of zeroing each attention weight, PyTorch's `dropout_p`: the kept weights are scaled by
+   * `1/(1 − p)`, by `ops.dropout`'s seeded mask over the scores [..., L, S]. @default 0
+   */
+  readonly dropout?: number;
+  /** Apply `dropout` (false: inference, deterministic, no draw). @default true */
+  readonly training?: boolean;
+  /** The seed of the dropout mask (as `ops.dropout`'s); a random one when absent. */
+  readonly seed?: Seed;
+  /**
+   * Grouped-query attention, PyTorch's `enable_gqa`: k and v [..., Hkv, S, ·] have fewer heads (axis −3) than
+   * q [..., H, L, E], Hkv dividing H; kv head h serves the H/Hkv consecutive query heads from h·H/Hkv, as
+   * PyTorch's `repeat_interleave` of k and v along axis −3. @default false
+   */
+  readonly enableGqa?: boolean;
 }
 
 /** The constant part of the attention mask: additive (0 or −∞) and the rows left with something to attend to. */
 interface ConstantMask {
   /** 0 where attention is allowed, −∞ where not, except 0 across rows that allow nothing. */
   readonly additive: Tensor;
-  /** [..., rows, 1]: 1 for rows that allow something, 0 for the others; null when every row does. */
+  /** [..., rows, 1]: 1 for rows that allow something, 0 for the others; null without a Bool mask. */
   readonly alive: Tensor | null;
 }
 
-/**
- * Combines a Bool mask and the causal rule into one additive F32 tensor of their broadcast shape. Rows that
- * exclude every key get 0 instead of −∞ (finite scores, no NaN) and a 0 in `alive`, which zeros their
- * probabilities afterwards, as PyTorch's safe softmax does.
- */
-function constantMask(
-  op: string,
-  mask: Tensor | undefined,
-  causal: boolean,
-  l: number,
-  s: number,
-): ConstantMask {
-  const shape = mask === undefined
-    ? [l, s]
-    : causal
-    ? broadcastShapes(op, mask.shape, [l, s])
-    : [...mask.shape];
-  const rank = shape.length;
-  const bits = mask === undefined ? null : (mask.toArray() as Uint8Array);
-  const lead = mask === undefined ? 0 : rank - mask.rank;
-  const maskStrides = mask === undefined
-    ? []
-    : mask.shape.map((_, d) => mask.shape.slice(d + 1).reduce((a, b) => a * b, 1));
-  const width = shape[rank - 1] ?? 1;
-  const additive = newOutput(op, shape);
-  const values = additive.data() as Float32Array;
-  const rowCount = values.length / Math.max(width, 1);
-  const alive = new Float32Array(rowCount).fill(1);
-  const index = new Array<number>(rank).fill(0);
-  for (let flat = 0; flat < values.length; flat++) {
-    let allowed = true;
-    if (bits !== null) {
-      let at = 0;
-      for (let d = lead; d < rank; d++) {
-        at += (mask!.shape[d - lead] === 1 ? 0 : index[d]) * maskStrides[d - lead];
-      }
-      allowed = bits[at] !== 0;
-    }
-    if (causal && index[rank - 1] > index[rank - 2]) allowed = false;
-    values[flat] = allowed ? 0 : -Infinity;
-    for (let d = rank - 1; d >= 0 && ++index[d] === shape[d]; d--) index[d] = 0;
-  }
-  let dead = false;
-  for (let row = 0; row < rowCount; row++) {
-    const cells = values.subarray(row * width, (row + 1) * width);
-    if (width > 0 && cells.every((v) => v === -Infinity)) {
-      cells.fill(0);
-      alive[row] = 0;
-      dead = true;
-    }
-  }
-  if (!dead) return { additive, alive: null };
-  const rows = newOutput(op, [...shape.slice(0, -1), 1]);
-  (rows.data() as Float32Array).set(alive);
-  return { additive, alive: rows };
+/** `allowed` (F32, 1 where attention is allowed, 0 where not) as additive scores: `(allowed − 1)/allowed` is 0 or −∞. */
+export function additiveMask(allowed: Tensor): Tensor {
+  return div(sub(allowed, 1), allowed);
 }
 
-/** The checked shape of the scores [...batch, L, S]. */
-function attentionScores(op: string, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | undefined): number[] {
+/** The causal rule as an F32 [l, s] tensor: 1 where key j ≤ query i, else 0 (`tril` of ones, top-left aligned). */
+export function causalAllowed(l: number, s: number): Tensor {
+  using rows = Tensor.arange(l).reshape([l, 1]);
+  using cols = Tensor.arange(s).reshape([1, s]);
+  return cast(le(cols, rows), DType.F32);
+}
+
+/**
+ * Combines a Bool mask and the causal rule into one additive F32 tensor of their broadcast shape, by native
+ * element-wise ops (no loop over elements in JS). Rows that exclude every key get 0 instead of −∞ (finite
+ * scores, no NaN) and a 0 in `alive`, which zeros their probabilities afterwards, as PyTorch's safe softmax
+ * does. The causal rule alone leaves every row key 0, so only a Bool mask needs `alive`.
+ */
+function constantMask(mask: Tensor | undefined, causal: boolean, l: number, s: number): ConstantMask {
+  let allowed = mask === undefined ? null : cast(mask, DType.F32);
+  if (causal) allowed = allowed === null ? causalAllowed(l, s) : mul(allowed, causalAllowed(l, s));
+  let alive: Tensor | null = null;
+  if (mask !== undefined && s > 0) {
+    alive = max(allowed!, -1, { keepDims: true });
+    allowed = maximum(allowed!, sub(1, alive));
+  }
+  return { additive: additiveMask(allowed!), alive };
+}
+
+/** The checked shape of attention's inputs: the scores [...batch, L, S] and the query heads per kv head. */
+interface AttentionShape {
+  readonly scores: number[];
+  readonly groups: number;
+}
+
+/** With `enableGqa`, the query heads per kv head (1 when the head counts are equal); k and v must agree. */
+function gqaGroups(op: string, q: Tensor, k: Tensor, v: Tensor): number {
+  const shapes = [q.shape, k.shape, v.shape];
+  const heads = q.shape[q.rank - 3];
+  const kvHeads = k.shape[k.rank - 3];
+  if (
+    q.rank < 3 || k.rank < 3 || v.rank < 3 || v.shape[v.rank - 3] !== kvHeads || kvHeads === 0 ||
+    heads % kvHeads !== 0
+  ) {
+    throw new TensorShapeError(
+      op,
+      `with enableGqa, q [..., H, L, E], k [..., Hkv, S, E] and v [..., Hkv, S, Ev] need k and v to have the ` +
+        `same head count Hkv (axis −3), dividing H; got ${shapes.map(formatShape).join(", ")}`,
+      shapes,
+    );
+  }
+  return heads / kvHeads;
+}
+
+/** The checked shapes of attention (see `AttentionShape`). */
+function attentionShape(
+  op: string,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  mask: Tensor | undefined,
+  gqa: boolean,
+): AttentionShape {
   checkF32(op, q, k, v);
   const shapes = [q.shape, k.shape, v.shape];
   if (q.rank < 2 || k.rank < 2 || v.rank < 2) {
@@ -401,13 +422,16 @@ function attentionScores(op: string, q: Tensor, k: Tensor, v: Tensor, mask: Tens
       shapes,
     );
   }
+  const groups = gqa ? gqaGroups(op, q, k, v) : 1;
+  // Grouped heads broadcast as one head axis of H: the batch axes are those before it.
+  const lead = groups > 1 ? 3 : 2;
   const batch = broadcastShapes(
     op,
-    broadcastShapes(op, q.shape.slice(0, -2), k.shape.slice(0, -2)),
-    v.shape.slice(0, -2),
+    broadcastShapes(op, q.shape.slice(0, -lead), k.shape.slice(0, -lead)),
+    v.shape.slice(0, -lead),
   );
-  const scores = [...batch, l, s];
-  if (mask === undefined) return scores;
+  const scores = [...batch, ...(groups > 1 ? [q.shape[q.rank - 3]] : []), l, s];
+  if (mask === undefined) return { scores, groups };
   if (
     !(mask instanceof Tensor) || (mask.dtype !== DType.F32 && mask.dtype !== DType.Bool) || mask.blockSize > 0
   ) {
@@ -424,16 +448,28 @@ function attentionScores(op: string, q: Tensor, k: Tensor, v: Tensor, mask: Tens
       [mask.shape, scores],
     );
   }
-  return scores;
+  return { scores, groups };
+}
+
+/** The checked dropout probability of attention's weights. */
+function attentionDropout(op: string, p: unknown): number {
+  if (p === undefined) return 0;
+  if (typeof p !== "number" || !(p >= 0 && p <= 1)) {
+    throw new OptionError(op, `dropout must be a probability in [0, 1], got ${describe(p)}`);
+  }
+  return p;
 }
 
 /**
- * Scaled dot-product attention, PyTorch's `scaled_dot_product_attention` without dropout:
- * `softmax(q·kᵀ·scale + mask) · v` for q [..., L, E], k [..., S, E], v [..., S, Ev] (batch axes broadcast),
- * giving [..., L, Ev]. A Bool `mask` excludes positions where it is false; an F32 mask is added. A query row
- * that a Bool mask and `causal` leave with no key gives zeros and no gradient, like PyTorch's safe softmax
- * (a row that an F32 mask fills with −∞ gives NaN). Built from matmul, mul, add and softmax, whose records
- * carry the gradient (to q, k, v and an F32 mask).
+ * Scaled dot-product attention, PyTorch's `scaled_dot_product_attention`:
+ * `dropout(softmax(q·kᵀ·scale + mask)) · v` for q [..., L, E], k [..., S, E], v [..., S, Ev] (batch axes
+ * broadcast), giving [..., L, Ev]. A Bool `mask` excludes positions where it is false; an F32 mask is added. A
+ * query row that a Bool mask and `causal` leave with no key gives zeros and no gradient, like PyTorch's safe
+ * softmax (a row that an F32 mask fills with −∞ gives NaN). `dropout` zeros attention weights with `ops.dropout`
+ * (seeded by `seed`, skipped when `training` is false); `enableGqa` lets k and v have fewer heads than q, each
+ * kv head serving a group of consecutive query heads, by a broadcast matmul over [..., Hkv, H/Hkv, L, ·] (no
+ * copy of k or v). Built from matmul, mul, add, softmax and dropout's product, whose records carry the
+ * gradient (to q, k, v and an F32 mask).
  *
  * @example
  * ```ts
@@ -444,27 +480,57 @@ function attentionScores(op: string, q: Tensor, k: Tensor, v: Tensor, mask: Tens
  * using v = Tensor.from([[10, 0], [0, 10]]);
  * using y = ops.attention(q, k, v, { causal: true });
  * assert.deepEqual([...y.toArray().slice(0, 2)], [10, 0]); // row 0 sees only position 0
+ * // Four query heads share two kv heads: heads 0, 1 use kv head 0 and heads 2, 3 kv head 1.
+ * using qh = Tensor.randn([4, 3, 2], { seed: 1 });
+ * using kh = Tensor.randn([2, 5, 2], { seed: 2 });
+ * using vh = Tensor.randn([2, 5, 2], { seed: 3 });
+ * using grouped = ops.attention(qh, kh, vh, { enableGqa: true, dropout: 0.1, training: false });
+ * using head3 = ops.attention(qh.slice(0, 3, 4), kh.slice(0, 1, 2), vh.slice(0, 1, 2));
+ * assert.deepEqual([...grouped.slice(0, 3, 4).toArray()], [...head3.toArray()]);
  * ```
  */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): Tensor {
   const op = "attention";
-  options = checkOptions(op, options, ["mask", "causal", "scale"]);
+  options = checkOptions(op, options, [
+    "mask",
+    "causal",
+    "scale",
+    "dropout",
+    "training",
+    "seed",
+    "enableGqa",
+  ]);
   const mask = options.mask;
-  const scores = attentionScores(op, q, k, v, mask);
+  const gqa = checkBoolean(op, "enableGqa", options.enableGqa, false);
+  const { scores, groups } = attentionShape(op, q, k, v, mask, gqa);
   const scale = options.scale ?? 1 / Math.sqrt(q.shape[q.rank - 1]);
   if (typeof scale !== "number" || !Number.isFinite(scale)) {
     throw new OptionError(op, `scale must be a finite number, got ${String(scale)}`);
   }
+  const p = attentionDropout(op, options.dropout);
+  const training = checkBoolean(op, "training", options.training, true);
   const [l, s] = scores.slice(-2);
   const bool = mask !== undefined && mask.dtype === DType.Bool ? mask : undefined;
   const causal = checkBoolean(op, "causal", options.causal, false);
+  // Grouped heads: q [..., H, L, E] as [..., Hkv, G, L, E] against k and v [..., Hkv, 1, S, ·].
+  const grouped = (x: Tensor, kv: boolean) => {
+    if (groups === 1) return x;
+    if (kv) return unsqueeze(x, -3);
+    const [heads, rows, width] = x.shape.slice(-3);
+    return reshape(x, [...x.shape.slice(0, -3), heads / groups, groups, rows, width]);
+  };
   const run = () => {
-    let logits = mul(matmul(q, transpose(k, -1, -2)), scale);
-    const constant = bool !== undefined || causal ? constantMask(op, bool, causal, l, s) : null;
+    const product = matmul(grouped(q, false), transpose(grouped(k, true), -1, -2));
+    let logits = mul(groups === 1 ? product : reshape(product, scores), scale);
+    const constant = bool !== undefined || causal ? constantMask(bool, causal, l, s) : null;
     if (constant !== null) logits = add(logits, constant.additive);
     if (mask !== undefined && bool === undefined) logits = add(logits, mask);
-    const probabilities = softmax(logits, -1);
-    return matmul(constant?.alive ? mul(probabilities, constant.alive) : probabilities, v);
+    let probabilities = softmax(logits, -1);
+    if (constant?.alive) probabilities = mul(probabilities, constant.alive);
+    const seed = options.seed === undefined ? {} : { seed: options.seed };
+    probabilities = dropout(probabilities, { p, training, ...seed });
+    const out = matmul(grouped(probabilities, false), grouped(v, true));
+    return groups === 1 ? out : reshape(out, [...scores.slice(0, -1), out.shape.at(-1)!]);
   };
   // Without a record nothing needs the intermediates: a scope frees them and keeps the result.
   return shouldRecord(q, k, v, ...(mask === undefined ? [] : [mask])) ? run() : tidy(run);
