@@ -7,6 +7,7 @@ import {
   DType,
   DTypeError,
   GradMode,
+  nn,
   ops,
   referenceKernels,
   Tensor,
@@ -221,4 +222,247 @@ test("attention refuses bad input with typed errors naming the rule", () => {
   for (const [fn, type, message] of cases) {
     assert.throws(fn, (e: Error) => e instanceof type && message.test(e.message), String(message));
   }
+});
+
+/** k or v [..., Hkv, S, ·] with each head repeated `groups` times in place (PyTorch's repeat_interleave on −3). */
+function repeatHeads(x: R.F64, groups: number): R.F64 {
+  const [hkv, s, w] = x.shape.slice(-3);
+  const lead = x.shape.slice(0, -3);
+  return R.build([...lead, hkv * groups, s, w], (i) => {
+    const r = i.length;
+    let flat = 0;
+    const source = [...i.slice(0, r - 3), Math.floor(i[r - 3] / groups), i[r - 2], i[r - 1]];
+    source.forEach((v, d) => (flat = flat * x.shape[d] + v));
+    return x.data[flat];
+  });
+}
+
+test("grouped-query attention equals attention over repeated kv heads, bit for bit in exact mode", () => {
+  using _ = new ActivationScope();
+  const q = Tensor.randn([2, 6, 3, 4], { seed: 21 });
+  const k = Tensor.randn([2, 2, 5, 4], { seed: 22 });
+  const v = Tensor.randn([2, 2, 5, 3], { seed: 23 });
+  // Heads 0–2 use kv head 0 and 3–5 kv head 1: an index_select along axis −3.
+  const heads = Tensor.from([0, 0, 0, 1, 1, 1], { dtype: DType.I32 });
+  const [kr, vr] = [k, v].map((t) => ops.indexSelect(t, -3, heads));
+  const bool = Tensor.from(Array.from({ length: 3 * 5 }, (_, i) => i % 4 !== 2), [3, 5], {
+    dtype: DType.Bool,
+  });
+  const perHead = Tensor.randn([6, 1, 5], { seed: 24 });
+  TensorCompute.run({ mode: "exact" }, () => {
+    for (
+      const options of [{}, { causal: true }, { mask: bool, causal: true }, { mask: perHead, scale: 0.7 }]
+    ) {
+      const grouped = ops.attention(q, k, v, { ...options, enableGqa: true });
+      assert.deepEqual(grouped.shape, [2, 6, 3, 3]);
+      assert.deepEqual(
+        grouped.toArray(),
+        ops.attention(q, kr, vr, options).toArray(),
+        JSON.stringify(options),
+      );
+    }
+    // Equal head counts with enableGqa are plain attention.
+    assert.deepEqual(
+      ops.attention(q, kr, vr, { enableGqa: true }).toArray(),
+      ops.attention(q, kr, vr).toArray(),
+    );
+  });
+  R.assertClose(
+    ops.attention(q, k, v, { enableGqa: true }),
+    R.attention(R.toF64(q), repeatHeads(R.toF64(k), 3), repeatHeads(R.toF64(v), 3), null, false, 0.5),
+    1e-5,
+    "against the f64 reference",
+  );
+});
+
+test("grouped-query attention refuses head counts that do not divide, and needs enableGqa", () => {
+  using _ = new ActivationScope();
+  const q = Tensor.zeros([6, 3, 4]);
+  const cases: [() => unknown, RegExp][] = [
+    [
+      () => ops.attention(q, Tensor.zeros([4, 5, 4]), Tensor.zeros([4, 5, 4]), { enableGqa: true }),
+      /dividing H/,
+    ],
+    [
+      () => ops.attention(q, Tensor.zeros([2, 5, 4]), Tensor.zeros([3, 5, 4]), { enableGqa: true }),
+      /same head/,
+    ],
+    [
+      () =>
+        ops.attention(Tensor.zeros([3, 4]), Tensor.zeros([5, 4]), Tensor.zeros([5, 4]), { enableGqa: true }),
+      /Hkv/,
+    ],
+    [() => ops.attention(q, Tensor.zeros([2, 5, 4]), Tensor.zeros([2, 5, 4])), /cannot broadcast/],
+  ];
+  for (const [fn, message] of cases) {
+    assert.throws(
+      fn,
+      (e: Error) => e instanceof TensorShapeError && message.test(e.message),
+      String(message),
+    );
+  }
+  assert.throws(() => ops.attention(q, q, q, { enableGqa: 1 as unknown as boolean }), TypeError);
+});
+
+test("attention dropout is ops.dropout's seeded mask on the weights, scaled by 1/(1 − p)", () => {
+  using _ = new ActivationScope();
+  const q = Tensor.randn([2, 4, 3], { seed: 31 });
+  const k = Tensor.randn([2, 5, 3], { seed: 32 });
+  const v = Tensor.randn([2, 5, 2], { seed: 33 });
+  const p = 0.3;
+  TensorCompute.run({ mode: "exact" }, () => {
+    const y = ops.attention(q, k, v, { dropout: p, seed: 7, causal: true });
+    // The same computation spelled out: the mask is (u ≥ p)/(1 − p) for u from Tensor.rand over the scores.
+    const scores = ops.add(
+      ops.mul(ops.matmul(q, ops.transpose(k, -1, -2)), 1 / Math.sqrt(3)),
+      Tensor.from(Array.from({ length: 20 }, (_, i) => (i % 5 > Math.floor(i / 5) ? -Infinity : 0)), [4, 5]),
+    );
+    const u = Tensor.rand([2, 4, 5], { seed: 7 });
+    const keep = ops.mul(ops.cast(ops.ge(u, p), DType.F32), 1 / (1 - p));
+    const explicit = ops.matmul(ops.mul(ops.softmax(scores, -1), keep), v);
+    assert.deepEqual(y.toArray(), explicit.toArray());
+    // The same seed repeats the mask; another seed changes it; inference and p = 0 are deterministic.
+    assert.deepEqual(ops.attention(q, k, v, { dropout: p, seed: 7, causal: true }).toArray(), y.toArray());
+    assert.notDeepEqual(ops.attention(q, k, v, { dropout: p, seed: 8, causal: true }).toArray(), y.toArray());
+    const plain = ops.attention(q, k, v, { causal: true }).toArray();
+    assert.deepEqual(ops.attention(q, k, v, { dropout: p, training: false, causal: true }).toArray(), plain);
+    assert.deepEqual(ops.attention(q, k, v, { dropout: 0, causal: true }).toArray(), plain);
+    assert.deepEqual([...ops.attention(q, k, v, { dropout: 1 }).toArray()], new Array(16).fill(0));
+  });
+});
+
+test("attention dropout drops a fraction p of the weights and keeps the rest scaled by 1/(1 − p)", () => {
+  using _ = new ActivationScope();
+  // Equal scores (q = 0) give weights 1/S; v = I shows each weight: the output row is the dropped weight row.
+  const [l, s, p] = [400, 50, 0.25];
+  const q = Tensor.zeros([l, 4]);
+  const k = Tensor.randn([s, 4], { seed: 41 });
+  const v = Tensor.from(Array.from({ length: s * s }, (_, i) => (i % (s + 1) === 0 ? 1 : 0)), [s, s]);
+  const weights = ops.attention(q, k, v, { dropout: p, seed: 5 }).toArray() as Float32Array;
+  const zeros = weights.filter((w) => w === 0).length;
+  const n = l * s;
+  // Binomial(n, p): within 5 standard deviations of n·p.
+  assert.ok(Math.abs(zeros - n * p) < 5 * Math.sqrt(n * p * (1 - p)), `${zeros} of ${n} dropped`);
+  const scaled = 1 / s / (1 - p);
+  assert.ok(
+    weights.every((w) => w === 0 || Math.abs(w - scaled) < 1e-6 * scaled),
+    "kept weights are 1/(S(1 − p))",
+  );
+  // Each row's expected sum stays 1: the mean over rows of the row sums is near 1.
+  let total = 0;
+  weights.forEach((w) => (total += w));
+  assert.ok(Math.abs(total / l - 1) < 0.02, `mean row sum ${total / l}`);
+});
+
+test("attention refuses bad dropout options", () => {
+  using _ = new ActivationScope();
+  const q = Tensor.zeros([2, 3]);
+  for (const dropout of [-0.1, 1.5, NaN, "0.5"]) {
+    assert.throws(
+      () => ops.attention(q, q, q, { dropout: dropout as number }),
+      (e: Error) => e instanceof TypeError && /dropout must be a probability/.test(e.message),
+      String(dropout),
+    );
+  }
+  assert.throws(
+    () => ops.attention(q, q, q, { dropout: 0.5, training: "yes" as unknown as boolean }),
+    TypeError,
+  );
+  assert.throws(() => ops.attention(q, q, q, { dropOut: 0.5 } as never), TypeError);
+});
+
+/** The f64 attention with a fixed dropout mask `keep` (0 or 1/(1 − p) per score). */
+function droppedAttention(q: R.F64, k: R.F64, v: R.F64, keep: R.F64, scale: number): R.F64 {
+  const scores = R.map(R.matmul(q, R.transposeLast(k)), (x) => x * scale);
+  return R.matmul(R.zip(R.softmax(scores, scores.shape.length - 1, false), keep, (a, b) => a * b), v);
+}
+
+const keep = (shape: number[], p: number, seed: number) => {
+  const u = Tensor.rand(shape, { seed });
+  return R.f64(shape, Array.from(u.toArray() as Float32Array, (x) => (x >= p ? 1 / (1 - p) : 0)));
+};
+
+const gqaDropoutCases: R.GradCase[] = [
+  {
+    name: "attention (grouped-query heads, causal)",
+    shapes: [[4, 3, 2], [2, 3, 2], [2, 3, 3]],
+    f32: ([q, k, v]) => ops.attention(q, k, v, { enableGqa: true, causal: true }),
+    f64: ([q, k, v]) => R.attention(q, repeatHeads(k, 2), repeatHeads(v, 2), null, true, 1 / Math.sqrt(2)),
+  },
+  {
+    name: "attention (grouped-query heads, batch and additive mask)",
+    shapes: [[2, 3, 2, 2], [2, 1, 3, 2], [2, 1, 3, 2], [3, 1, 3]],
+    f32: ([q, k, v, m]) => ops.attention(q, k, v, { enableGqa: true, mask: m }),
+    f64: ([q, k, v, m]) => R.attention(q, repeatHeads(k, 3), repeatHeads(v, 3), m, false, 1 / Math.sqrt(2)),
+  },
+  {
+    name: "attention (dropout, seeded)",
+    shapes: [[2, 3, 2], [2, 4, 2], [2, 4, 3]],
+    f32: ([q, k, v]) => ops.attention(q, k, v, { dropout: 0.4, seed: 9 }),
+    f64: ([q, k, v]) => droppedAttention(q, k, v, keep([2, 3, 4], 0.4, 9), 1 / Math.sqrt(2)),
+  },
+  {
+    name: "attention (dropout and grouped-query heads)",
+    shapes: [[2, 3, 2], [1, 4, 2], [1, 4, 3]],
+    f32: ([q, k, v]) => ops.attention(q, k, v, { dropout: 0.5, seed: 3, enableGqa: true }),
+    f64: ([q, k, v]) =>
+      droppedAttention(q, repeatHeads(k, 2), repeatHeads(v, 2), keep([2, 3, 4], 0.5, 3), 1 / Math.sqrt(2)),
+  },
+];
+
+for (const mode of ["exact", "fast"] as const) {
+  test(`grouped-query and dropout attention gradients match central differences (${mode})`, () => {
+    for (const c of gqaDropoutCases) R.checkGradients(c, mode);
+  });
+}
+
+test("MultiheadAttention applies its dropout to the attention weights in training mode only", () => {
+  using _ = new ActivationScope();
+  const x = Tensor.randn([2, 4, 8], { seed: 51 });
+  const make = (dropout: number, seed: number) => {
+    const mha = new nn.MultiheadAttention(8, 2, { batchFirst: true, dropout, seed });
+    mha.loadStateDict(reference.stateDict());
+    return mha;
+  };
+  const reference = new nn.MultiheadAttention(8, 2, { batchFirst: true });
+  const eval0 = reference.eval().forward(x, x, x).toArray();
+  const a = make(0.5, 1);
+  const b = make(0.5, 1);
+  const first = a.forward(x, x, x, { isCausal: true }).toArray();
+  // Same seed, same masks; the stream moves on at each pass; eval mode is the dropout-free module.
+  assert.deepEqual(b.forward(x, x, x, { isCausal: true }).toArray(), first);
+  assert.notDeepEqual(a.forward(x, x, x, { isCausal: true }).toArray(), first);
+  assert.notDeepEqual(make(0.5, 2).forward(x, x, x, { isCausal: true }).toArray(), first);
+  assert.deepEqual(a.eval().forward(x, x, x).toArray(), eval0);
+  assert.equal(a.dropout, 0.5);
+  assert.throws(() => new nn.MultiheadAttention(8, 2, { dropout: 2 }), RangeError);
+});
+
+test("MultiheadAttention sums its masks: causal, a Bool key padding mask and a Bool attnMask as one F32 mask", () => {
+  using _ = new ActivationScope();
+  const [n, heads, l] = [2, 2, 4];
+  const x = Tensor.randn([n, l, 8], { seed: 61 });
+  using mha = new nn.MultiheadAttention(8, heads, { batchFirst: true });
+  const padding = Tensor.from([[false, false, true, false], [false, false, false, true]], {
+    dtype: DType.Bool,
+  });
+  const attn = Tensor.from(Array.from({ length: l * l }, (_, i) => i === 9), [l, l], { dtype: DType.Bool });
+  // The same rule written out per element: −∞ where causal, the padding or attnMask excludes a key.
+  const paddingBits = padding.toArray() as Uint8Array;
+  const additive = Tensor.from(
+    Array.from({ length: n * heads * l * l }, (_, flat) => {
+      const [b, i, j] = [Math.floor(flat / (heads * l * l)), Math.floor(flat / l) % l, flat % l];
+      return j > i || paddingBits[b * l + j] !== 0 || i * l + j === 9 ? -Infinity : 0;
+    }),
+    [n * heads, l, l],
+  );
+  TensorCompute.run({ mode: "exact" }, () => {
+    const combined = mha.forward(x, x, x, { isCausal: true, keyPaddingMask: padding, attnMask: attn });
+    assert.deepEqual(combined.toArray(), mha.forward(x, x, x, { attnMask: additive }).toArray());
+  });
+  assert.throws(
+    () =>
+      mha.forward(x, x, x, { keyPaddingMask: Tensor.zeros([n, l], { dtype: DType.I32 }), isCausal: true }),
+    (e: Error) => e instanceof DTypeError && /keyPaddingMask must be a Bool or F32/.test(e.message),
+  );
 });
