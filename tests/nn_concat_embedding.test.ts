@@ -162,3 +162,20 @@ test("concat and embedding refuse bad input with typed errors naming the rule", 
     assert.throws(fn, (e: Error) => e instanceof type && message.test(e.message), String(message));
   }
 });
+
+test("embedding checks every lookup before it renormalises or writes anything; empty lookups give [..., 0, dim]", () => {
+  using _ = new ActivationScope();
+  const w = Tensor.from([[3, 4], [6, 8]]);
+  const before = [...w.toArray()];
+  assert.throws(
+    () => ops.embedding(Tensor.from([0, 1, 2], [3], { dtype: DType.I64 }), w, { maxNorm: 1 }),
+    (e: Error) =>
+      e instanceof TensorShapeError && /index 2 at position 2 is outside the 2 rows/.test(e.message),
+  );
+  assert.deepEqual([...w.toArray()], before, "the table is untouched");
+  const none = ops.embedding(Tensor.zeros([2, 0], { dtype: DType.U8 }), w);
+  assert.deepEqual(none.shape, [2, 0, 2]);
+  // A U16 index (cast to I64 for the gather) with repeats and a strided view of the lookups.
+  const ids = Tensor.from([[1, 0], [1, 1]], { dtype: DType.U16 }).transpose(0, 1);
+  assert.deepEqual(ops.embedding(ids, w).toNested(), [[[6, 8], [6, 8]], [[3, 4], [6, 8]]]);
+});

@@ -16,7 +16,9 @@ import { abs, add, div, gt, le, maximum, mul, pow, sub } from "./elementwise.ts"
 import { checkF32, checkTensor, newOutput } from "./common.ts";
 import { matmul } from "./linalg.ts";
 import { logSoftmax, max, softmax, sum } from "./reduce.ts";
-import { reshape, slice, transpose, unsqueeze, viewOf } from "./views.ts";
+import { expand, reshape, slice, transpose, unsqueeze, viewOf } from "./views.ts";
+import { scatterAdd } from "./indexing.ts";
+import { IndexOp } from "../kernels/indexing.ts";
 import { dropout } from "./dropout.ts";
 import type { Seed } from "../core/random.ts";
 import { cast, contiguous, copyElements, copyInto } from "./copy.ts";
@@ -162,55 +164,82 @@ export interface EmbeddingOptions {
   readonly normType?: number;
 }
 
-/** The values of an integer tensor, row-major, as numbers. */
-function integerValues(op: string, name: string, t: Tensor): number[] {
-  if (!(t instanceof Tensor)) throw new OptionError(op, `${name} must be a Tensor, got ${String(t)}`);
-  const info = dtypeInfo(t.dtype);
-  if (info.isFloat || info.isQuantized || info.name === "Bool" || t.blockSize > 0) {
-    throw new DTypeError(op, `${name} must be an integer tensor, got ${info.name}`);
+/** The lookups as a flat I32 or I64 index for the native gather (other integer dtypes cast to I64). */
+function lookupIndex(op: string, indices: Tensor): Tensor {
+  if (!(indices instanceof Tensor)) {
+    throw new OptionError(op, `indices must be a Tensor, got ${String(indices)}`);
   }
-  return Array.from(t.toArray() as ArrayLike<number | bigint>, Number);
-}
-
-/** Copies row `ids[i]` of the [rows, dim] table into row i of `out`. */
-function gatherRows(weight: Tensor, ids: readonly number[], out: Tensor): void {
-  const dim = weight.shape[1];
-  const table = weight.isContiguous ? weight : GradMode.noGrad(() => contiguous(weight));
-  try {
-    const source = table.data() as Float32Array;
-    const target = out.data() as Float32Array;
-    ids.forEach((id, i) => target.set(source.subarray(id * dim, (id + 1) * dim), i * dim));
-  } finally {
-    if (table !== weight) table.dispose();
+  const info = dtypeInfo(indices.dtype);
+  if (info.isFloat || info.isQuantized || info.name === "Bool" || indices.blockSize > 0) {
+    throw new DTypeError(op, `indices must be an integer tensor, got ${info.name}`);
   }
+  const typed = indices.dtype === DType.I32 || indices.dtype === DType.I64
+    ? indices
+    : cast(indices, DType.I64);
+  return reshape(typed, [indices.size]);
 }
 
 /**
- * PyTorch's `embedding_renorm_`: each row of `weight` that `ids` looks up and whose p-norm exceeds `maxNorm` is
- * scaled in place by `maxNorm/(norm + 1e-7)`, with recording off, by element-wise ops over all rows and a 0/1
- * mask of the looked-up ones.
+ * Row `ids[i]` of the [rows, dim] table into row i of `out` (contiguous, [...indices.shape, dim]), by the native gather kernel
+ * (`zig/kernels/index.zig`), which checks every index before writing; false when one is outside the rows.
  */
-function renormRows(
-  op: string,
-  weight: Tensor,
-  ids: readonly number[],
-  maxNorm: number,
-  normType: number,
-): void {
+function gatherRows(op: string, weight: Tensor, ids: Tensor, out: Tensor): boolean {
+  const [rows, dim] = weight.shape;
+  const shape = [ids.size, dim];
+  const spread = expand(reshape(ids, [ids.size, 1]), shape);
+  return kernels().index(
+    IndexOp.Gather,
+    shape,
+    0,
+    rows,
+    weight.operand(op, weight.strides),
+    out.operand(op, [dim, 1]),
+    spread.operand(op, spread.strides),
+    computeSettings(),
+  );
+}
+
+/** The error for a lookup outside the table; reads the indices only on this error path, to name the value. */
+function lookupOutOfRange(op: string, indices: Tensor, weight: Tensor): never {
+  const values = Array.from(indices.toArray() as ArrayLike<number | bigint>, Number);
+  const rows = weight.shape[0];
+  const position = values.findIndex((v) => v < 0 || v >= rows);
+  throw new TensorShapeError(
+    op,
+    `index ${values[position]} at position ${position} is outside the ${rows} rows of weight ${
+      formatShape(weight.shape)
+    }`,
+    [indices.shape, weight.shape],
+  );
+}
+
+/** The checked `maxNorm` and `normType` options. */
+function checkNorm(op: string, maxNorm: number, normType: number): void {
   if (typeof maxNorm !== "number" || !(maxNorm >= 0) || maxNorm === Infinity) {
     throw new OptionError(op, `maxNorm must be a finite number ≥ 0, got ${describe(maxNorm)}`);
   }
   if (typeof normType !== "number" || !(normType > 0) || normType === Infinity) {
     throw new OptionError(op, `normType must be a finite number > 0, got ${describe(normType)}`);
   }
+}
+
+/**
+ * PyTorch's `embedding_renorm_`: each row of `weight` that `ids` (checked) looks up and whose p-norm exceeds
+ * `maxNorm` is scaled in place by `maxNorm/(norm + 1e-7)`, with recording off, by element-wise ops over all
+ * rows and a 0/1 mask of the looked-up ones (a native scatter-add of the lookups).
+ */
+function renormRows(weight: Tensor, ids: Tensor, maxNorm: number, normType: number): void {
   const rows = weight.shape[0];
-  const looked = new Float32Array(rows);
-  for (const id of ids) looked[id] = 1;
   GradMode.noGrad(() =>
     tidy(() => {
       const norms = pow(sum(pow(abs(weight), normType), 1, { keepDims: true }), 1 / normType);
-      using mask = Tensor.from(looked, [rows, 1]);
-      const apply = mul(cast(gt(norms, maxNorm), DType.F32), mask);
+      const lookups = scatterAdd(
+        Tensor.zeros([rows, 1]),
+        0,
+        reshape(ids, [ids.size, 1]),
+        Tensor.ones([ids.size, 1]),
+      );
+      const apply = mul(cast(gt(norms, maxNorm), DType.F32), cast(gt(lookups, 0), DType.F32));
       // apply is 0 or 1, so the factor is exactly maxNorm/(norm + 1e-7) or exactly 1.
       const factor = add(mul(apply, div(maxNorm, add(norms, 1e-7))), sub(1, apply));
       copyInto(weight, mul(weight, factor));
@@ -276,17 +305,7 @@ export function embedding(indices: Tensor, weight: Tensor, options?: EmbeddingOp
       weight.shape,
     ]);
   }
-  const rows = weight.shape[0];
-  const ids = integerValues(op, "indices", indices);
-  ids.forEach((id, i) => {
-    if (id < 0 || id >= rows) {
-      throw new TensorShapeError(
-        op,
-        `index ${id} at position ${i} is outside the ${rows} rows of weight ${formatShape(weight.shape)}`,
-        [indices.shape, weight.shape],
-      );
-    }
-  });
+  const [rows, dim] = weight.shape;
   const padding = options.paddingIdx;
   if (padding !== undefined && (!Number.isInteger(padding) || padding < -rows || padding >= rows)) {
     throw new TensorShapeError(
@@ -295,9 +314,24 @@ export function embedding(indices: Tensor, weight: Tensor, options?: EmbeddingOp
       [weight.shape],
     );
   }
-  if (options.maxNorm !== undefined) renormRows(op, weight, ids, options.maxNorm, options.normType ?? 2);
-  const out = newOutput(op, [...indices.shape, weight.shape[1]]);
-  gatherRows(weight, ids, out);
+  const maxNorm = options.maxNorm;
+  const normType = options.normType ?? 2;
+  if (maxNorm !== undefined) checkNorm(op, maxNorm, normType);
+  const out = newOutput(op, [...indices.shape, dim]);
+  GradMode.noGrad(() =>
+    tidy(() => {
+      const ids = lookupIndex(op, indices);
+      if (!gatherRows(op, weight, ids, out)) {
+        out.dispose();
+        lookupOutOfRange(op, indices, weight);
+      }
+      // The lookups are checked: renormalise the rows they touch, then look them up again.
+      if (maxNorm !== undefined) {
+        renormRows(weight, ids, maxNorm, normType);
+        gatherRows(op, weight, ids, out);
+      }
+    })
+  );
   if (!shouldRecord(weight)) return out;
   const skip = padding === undefined ? -1 : padding < 0 ? padding + rows : padding;
   return record(out, "Embedding", [weight], { saved: [indices], attrs: { paddingIdx: skip } });
