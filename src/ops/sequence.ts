@@ -13,12 +13,13 @@ import { formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { record, type RecordAttributes, shouldRecord } from "../autograd/record.ts";
-import { add, mul, sigmoid, sub, tanh } from "./elementwise.ts";
+import { add, eq, ge, lt, mul, sigmoid, sub, tanh } from "./elementwise.ts";
 import { checkF32, checkParameter, newOutput } from "./common.ts";
 import { linear } from "./linalg.ts";
 import { concat } from "./nn.ts";
 import { reshape, select, slice, unsqueeze } from "./views.ts";
-import { contiguous } from "./copy.ts";
+import { cast, contiguous } from "./copy.ts";
+import { sum } from "./reduce.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { type CtcParams, ctcWorkspace } from "../kernels/ctc.ts";
 
@@ -216,21 +217,23 @@ export interface CtcLossOptions {
 
 const REDUCTIONS = ["none", "mean", "sum"] as const;
 
-/** One sequence of a CTC batch: its input length and target labels. */
-interface CtcSequence {
-  readonly inputLength: number;
-  readonly labels: readonly number[];
-}
-
-/** The checked CTC problem: the batch's sequences and the class count. */
+/** The checked CTC problem: the batch's lengths (host-side parameters) and its labels. */
 interface CtcProblem {
   readonly steps: number;
   readonly batch: number;
   readonly classes: number;
   readonly blank: number;
-  readonly sequences: readonly CtcSequence[];
+  readonly inputLengths: readonly number[];
+  readonly targetLengths: readonly number[];
+  /** The labels of every sequence concatenated, I32, checked. */
+  readonly labels: Tensor;
 }
 
+/**
+ * The lengths as host numbers. They are parameters of the loss, not data it computes on (PyTorch's `ctc_loss`
+ * takes them as an `IntArrayRef` too): an integer tensor of N entries is read once, here, to size the problem
+ * and the kernel's workspace.
+ */
 function lengthsOf(op: string, name: string, value: Tensor | readonly number[], batch: number): number[] {
   let values: number[];
   if (value instanceof Tensor) {
@@ -248,24 +251,49 @@ function lengthsOf(op: string, name: string, value: Tensor | readonly number[], 
   return values;
 }
 
-/** Reads and checks targets ([N, S] padded, or 1-D concatenated) into one label list per sequence. */
+/** The error for a target label that is not a class or is the blank; reads the labels only on this path. */
+function badLabel(
+  op: string,
+  labels: Tensor,
+  lengths: readonly number[],
+  shape: readonly number[],
+  classes: number,
+  blank: number,
+): never {
+  const values = Array.from(labels.toArray() as ArrayLike<number | bigint>, Number);
+  const at = values.findIndex((v) => v < 0 || v >= classes || v === blank);
+  let sequence = 0;
+  for (let end = lengths[0]; end <= at; end += lengths[sequence]) sequence++;
+  throw new TensorShapeError(
+    op,
+    `target label ${values[at]} of sequence ${sequence} must be a class in 0 to ${
+      classes - 1
+    } other than the blank ${blank}`,
+    [shape],
+  );
+}
+
+/**
+ * The targets ([N, S] padded, or 1-D concatenated) as one I32 tensor of the labels concatenated, copied by
+ * native slices, and checked natively: element-wise tests on the labels (as F32, exact for any class count below
+ * 2^24, which `checkCtc` requires) and one count read back.
+ */
 function ctcLabels(
   op: string,
   targets: Tensor,
   targetLengths: readonly number[],
   classes: number,
   blank: number,
-) {
+): Tensor {
   const info = dtypeInfo(targets.dtype);
-  if (info.isFloat || info.isQuantized || info.name === "Bool") {
+  if (info.isFloat || info.isQuantized || info.name === "Bool" || targets.blockSize > 0) {
     throw new DTypeError(op, `targets must be an integer tensor of class indices, got ${info.name}`);
   }
-  const values = Array.from(targets.toArray() as ArrayLike<number | bigint>, Number);
   const total = targetLengths.reduce((s, v) => s + v, 0);
   const padded = targets.rank === 2 && targets.shape[0] === targetLengths.length;
   if (
     !(padded && targetLengths.every((l) => l <= targets.shape[1])) &&
-    !(targets.rank === 1 && values.length === total)
+    !(targets.rank === 1 && targets.size === total)
   ) {
     throw new TensorShapeError(
       op,
@@ -275,23 +303,20 @@ function ctcLabels(
       [targets.shape],
     );
   }
-  let start = 0;
-  return targetLengths.map((length, i) => {
-    const from = padded ? i * targets.shape[1] : start;
-    start += length;
-    const labels = values.slice(from, from + length);
-    for (const label of labels) {
-      if (!Number.isInteger(label) || label < 0 || label >= classes || label === blank) {
-        throw new TensorShapeError(
-          op,
-          `target label ${label} of sequence ${i} must be a class in 0 to ${
-            classes - 1
-          } other than the blank ${blank}`,
-          [targets.shape],
-        );
-      }
-    }
-    return labels;
+  return tidy(() => {
+    const rows = padded
+      ? targetLengths.map((length, i) => reshape(slice(slice(targets, 0, i, i + 1), 1, 0, length), [length]))
+      : [targets];
+    const labels = rows.length === 0 ? Tensor.zeros([0], { dtype: targets.dtype }) : concat(rows, 0);
+    const values = cast(labels, DType.F32);
+    const bad = sum(
+      add(
+        add(cast(lt(values, 0), DType.F32), cast(ge(values, classes), DType.F32)),
+        cast(eq(values, blank), DType.F32),
+      ),
+    );
+    if ((bad.item() as number) !== 0) badLabel(op, labels, targetLengths, targets.shape, classes, blank);
+    return cast(labels, DType.I32);
   });
 }
 
@@ -310,6 +335,9 @@ function checkCtc(
     ]);
   }
   const [steps, batch, classes] = logProbs.shape;
+  if (classes > 2 ** 24) {
+    throw new TensorShapeError(op, `at most 2^24 classes are supported, got ${classes}`, [logProbs.shape]);
+  }
   const blank = options.blank ?? 0;
   if (!Number.isInteger(blank) || blank < 0 || blank >= classes) {
     throw new TensorShapeError(op, `blank must be a class in 0 to ${classes - 1}, got ${String(blank)}`);
@@ -325,8 +353,7 @@ function checkCtc(
     }
   });
   const labels = ctcLabels(op, targets, lengths, classes, blank);
-  const sequences = labels.map((l, i) => ({ inputLength: inputs[i], labels: l }));
-  return { steps, batch, classes, blank, sequences };
+  return { steps, batch, classes, blank, inputLengths: inputs, targetLengths: lengths, labels };
 }
 
 /**
@@ -361,11 +388,10 @@ export function ctcLoss(
   options = checkOptions(op, options, ["blank", "reduction", "zeroInfinity"]);
   const problem = checkCtc(op, logProbs, targets, inputLengths, targetLengths, options);
   const reduction = REDUCTIONS.indexOf(options.reduction ?? "mean");
-  const { steps, batch, classes, blank, sequences } = problem;
-  const labels = sequences.flatMap((s) => s.labels);
+  const { steps, batch, classes, blank, inputLengths: inputs, targetLengths: lengths, labels } = problem;
   const starts: number[] = [];
-  sequences.reduce((at, s) => (starts.push(at), at + s.labels.length), 0);
-  const width = 2 * Math.max(0, ...sequences.map((s) => s.labels.length)) + 1;
+  lengths.reduce((at, length) => (starts.push(at), at + length), 0);
+  const width = 2 * Math.max(0, ...lengths) + 1;
   const params: CtcParams = {
     steps,
     batch,
@@ -381,16 +407,11 @@ export function ctcLoss(
   // A strided input is copied once (the kernel reads [T, N, C] row-major from the offset).
   const dense = logProbs.isContiguous ? logProbs : GradMode.noGrad(() => contiguous(logProbs));
   try {
-    using meta = Tensor.from(
-      [
-        ...sequences.map((s) => s.inputLength),
-        ...sequences.map((s) => s.labels.length),
-        ...starts,
-        ...labels,
-      ],
-      [3 * batch + labels.length],
-      { dtype: DType.I32 },
-    );
+    // The kernel's I32 metadata: the lengths and label starts (host parameters), then the labels (native).
+    using lengthsAndStarts = Tensor.from([...inputs, ...lengths, ...starts], [3 * batch], {
+      dtype: DType.I32,
+    });
+    using meta = concat([lengthsAndStarts, labels], 0);
     using work = allocate(op, [Math.max(1, ctcWorkspace(params, wantGrad))], DType.F64, false, {
       scoped: true,
     });
@@ -405,6 +426,7 @@ export function ctcLoss(
     );
   } finally {
     if (dense !== logProbs) dense.dispose();
+    labels.dispose();
   }
   if (grad === null) return out;
   return record(out, "CtcLoss", [logProbs], { saved: [grad], owned: [grad], attrs: { reduction } });
