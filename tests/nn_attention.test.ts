@@ -224,19 +224,6 @@ test("attention refuses bad input with typed errors naming the rule", () => {
   }
 });
 
-/** k or v [..., Hkv, S, ·] with each head repeated `groups` times in place (PyTorch's repeat_interleave on −3). */
-function repeatHeads(x: R.F64, groups: number): R.F64 {
-  const [hkv, s, w] = x.shape.slice(-3);
-  const lead = x.shape.slice(0, -3);
-  return R.build([...lead, hkv * groups, s, w], (i) => {
-    const r = i.length;
-    let flat = 0;
-    const source = [...i.slice(0, r - 3), Math.floor(i[r - 3] / groups), i[r - 2], i[r - 1]];
-    source.forEach((v, d) => (flat = flat * x.shape[d] + v));
-    return x.data[flat];
-  });
-}
-
 test("grouped-query attention equals attention over repeated kv heads, bit for bit in exact mode", () => {
   using _ = new ActivationScope();
   const q = Tensor.randn([2, 6, 3, 4], { seed: 21 });
@@ -269,7 +256,7 @@ test("grouped-query attention equals attention over repeated kv heads, bit for b
   });
   R.assertClose(
     ops.attention(q, k, v, { enableGqa: true }),
-    R.attention(R.toF64(q), repeatHeads(R.toF64(k), 3), repeatHeads(R.toF64(v), 3), null, false, 0.5),
+    R.attention(R.toF64(q), R.repeatHeads(R.toF64(k), 3), R.repeatHeads(R.toF64(v), 3), null, false, 0.5),
     1e-5,
     "against the f64 reference",
   );
@@ -371,12 +358,6 @@ test("attention refuses bad dropout options", () => {
   assert.throws(() => ops.attention(q, q, q, { dropOut: 0.5 } as never), TypeError);
 });
 
-/** The f64 attention with a fixed dropout mask `keep` (0 or 1/(1 − p) per score). */
-function droppedAttention(q: R.F64, k: R.F64, v: R.F64, keep: R.F64, scale: number): R.F64 {
-  const scores = R.map(R.matmul(q, R.transposeLast(k)), (x) => x * scale);
-  return R.matmul(R.zip(R.softmax(scores, scores.shape.length - 1, false), keep, (a, b) => a * b), v);
-}
-
 const keep = (shape: number[], p: number, seed: number) => {
   const u = Tensor.rand(shape, { seed });
   return R.f64(shape, Array.from(u.toArray() as Float32Array, (x) => (x >= p ? 1 / (1 - p) : 0)));
@@ -387,26 +368,34 @@ const gqaDropoutCases: R.GradCase[] = [
     name: "attention (grouped-query heads, causal)",
     shapes: [[4, 3, 2], [2, 3, 2], [2, 3, 3]],
     f32: ([q, k, v]) => ops.attention(q, k, v, { enableGqa: true, causal: true }),
-    f64: ([q, k, v]) => R.attention(q, repeatHeads(k, 2), repeatHeads(v, 2), null, true, 1 / Math.sqrt(2)),
+    f64: ([q, k, v]) =>
+      R.attention(q, R.repeatHeads(k, 2), R.repeatHeads(v, 2), null, true, 1 / Math.sqrt(2)),
   },
   {
     name: "attention (grouped-query heads, batch and additive mask)",
     shapes: [[2, 3, 2, 2], [2, 1, 3, 2], [2, 1, 3, 2], [3, 1, 3]],
     f32: ([q, k, v, m]) => ops.attention(q, k, v, { enableGqa: true, mask: m }),
-    f64: ([q, k, v, m]) => R.attention(q, repeatHeads(k, 3), repeatHeads(v, 3), m, false, 1 / Math.sqrt(2)),
+    f64: ([q, k, v, m]) =>
+      R.attention(q, R.repeatHeads(k, 3), R.repeatHeads(v, 3), m, false, 1 / Math.sqrt(2)),
   },
   {
     name: "attention (dropout, seeded)",
     shapes: [[2, 3, 2], [2, 4, 2], [2, 4, 3]],
     f32: ([q, k, v]) => ops.attention(q, k, v, { dropout: 0.4, seed: 9 }),
-    f64: ([q, k, v]) => droppedAttention(q, k, v, keep([2, 3, 4], 0.4, 9), 1 / Math.sqrt(2)),
+    f64: ([q, k, v]) => R.droppedAttention(q, k, v, keep([2, 3, 4], 0.4, 9), 1 / Math.sqrt(2)),
   },
   {
     name: "attention (dropout and grouped-query heads)",
     shapes: [[2, 3, 2], [1, 4, 2], [1, 4, 3]],
     f32: ([q, k, v]) => ops.attention(q, k, v, { dropout: 0.5, seed: 3, enableGqa: true }),
     f64: ([q, k, v]) =>
-      droppedAttention(q, repeatHeads(k, 2), repeatHeads(v, 2), keep([2, 3, 4], 0.5, 3), 1 / Math.sqrt(2)),
+      R.droppedAttention(
+        q,
+        R.repeatHeads(k, 2),
+        R.repeatHeads(v, 2),
+        keep([2, 3, 4], 0.5, 3),
+        1 / Math.sqrt(2),
+      ),
   },
 ];
 

@@ -328,6 +328,21 @@ export function attention(q: F64, k: F64, v: F64, mask: F64 | null, causal: bool
   return matmul(map(probabilities, (p) => (Number.isNaN(p) ? 0 : p)), v);
 }
 
+/** k or v [..., Hkv, S, ·] with each head repeated `groups` times in place (PyTorch's repeat_interleave on −3). */
+export function repeatHeads(x: F64, groups: number): F64 {
+  const r = x.shape.length;
+  return build([...x.shape.slice(0, -3), x.shape[r - 3] * groups, ...x.shape.slice(-2)], (i) => {
+    const source = [...i.slice(0, r - 3), Math.floor(i[r - 3] / groups), i[r - 2], i[r - 1]];
+    return at(x, ...source);
+  });
+}
+
+/** Attention without masks whose probabilities are multiplied by a fixed dropout mask `keep` (0 or 1/(1 − p)). */
+export function droppedAttention(q: F64, k: F64, v: F64, keep: F64, scale: number): F64 {
+  const scores = map(matmul(q, transposeLast(k)), (x) => x * scale);
+  return matmul(zip(softmax(scores, scores.shape.length - 1, false), keep, (a, b) => a * b), v);
+}
+
 /** A slice [start, end) of the last axis. */
 export function lastSlice(x: F64, start: number, end: number): F64 {
   const r = x.shape.length;

@@ -737,6 +737,22 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f32: ([q, k, v]) => ops.attention(q, k, v),
       f64: ([q, k, v]) => R.attention(q, k, v, null, false, 0.5),
     },
+    {
+      name: "attention (grouped-query heads, causal)",
+      shapes: [[4, 3, 2], [2, 3, 2], [2, 3, 3]],
+      f32: ([q, k, v]) => ops.attention(q, k, v, { enableGqa: true, causal: true }),
+      f64: ([q, k, v]) => R.attention(q, R.repeatHeads(k, 2), R.repeatHeads(v, 2), null, true, Math.SQRT1_2),
+    },
+    {
+      name: "attention (dropout, seeded)",
+      shapes: [[2, 3, 2], [2, 4, 2], [2, 4, 3]],
+      f32: ([q, k, v]) => ops.attention(q, k, v, { dropout: 0.4, seed: 9 }),
+      f64: ([q, k, v]) => {
+        using u = Tensor.rand([2, 3, 4], { seed: 9 });
+        const keep = R.map(R.toF64(u), (x) => (x >= Math.fround(0.4) ? 1 / (1 - 0.4) : 0));
+        return R.droppedAttention(q, k, v, keep, Math.SQRT1_2);
+      },
+    },
   ],
   lstm: [
     {
