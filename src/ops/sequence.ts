@@ -7,7 +7,7 @@
  * @module
  */
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
-import { checkOptions } from "../core/options.ts";
+import { checkOptions, describe } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
@@ -242,8 +242,13 @@ function lengthsOf(op: string, name: string, value: Tensor | readonly number[], 
       throw new DTypeError(op, `${name} must be an integer tensor or an array of numbers, got ${info.name}`);
     }
     values = Array.from(value.toArray() as ArrayLike<number | bigint>, Number);
-  } else {
+  } else if (Array.isArray(value)) {
     values = [...value];
+  } else {
+    throw new OptionError(
+      op,
+      `${name} must be an integer tensor or an array of numbers, got ${describe(value)}`,
+    );
   }
   if (values.length !== batch || values.some((v) => !Number.isInteger(v) || v < 0)) {
     throw new TensorShapeError(op, `${name} must hold ${batch} integers ≥ 0, got [${values.join(", ")}]`);

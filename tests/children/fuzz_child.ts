@@ -368,14 +368,24 @@ const CALLS: Record<string, Call> = {
       randomOptions(r, ["eps"]) as never,
     ),
   attention: (r) => {
-    const q = randomTensor(r, DType.F32, [1, 2, 3]);
+    const q = randomTensor(r, DType.F32, [1, 2, 2, 3]);
+    // kv heads 1, 2 or 3 (3 does not divide q's 2: enableGqa refuses it).
+    const kvHeads = 1 + r.int(3);
     return ops.attention(
       q,
-      randomTensor(r, DType.F32, [1, 2, 3]),
-      randomTensor(r, DType.F32, [1, 2, 3]),
-      randomOptions(r, ["causal", "scale"]) as never,
+      randomTensor(r, DType.F32, [1, kvHeads, 2, 3]),
+      randomTensor(r, DType.F32, [1, r.chance(0.8) ? kvHeads : 2, 2, 3]),
+      randomOptions(r, ["causal", "scale", "dropout", "training", "seed", "enableGqa"]) as never,
     );
   },
+  ctcLoss: (r) =>
+    ops.ctcLoss(
+      randomTensor(r, DType.F32, [3, 2, 4]),
+      randomTensor(r, r.pick([DType.I32, DType.I64, DType.U8, DType.F32]), r.chance(0.5) ? [2, 2] : [3]),
+      r.chance(0.8) ? [3, 2] : weird(r) as never,
+      r.chance(0.8) ? [2, 1] : [r.int(4) - 1, 9] as never,
+      randomOptions(r, ["blank", "zeroInfinity"]) as never,
+    ),
   crossEntropy: (r) =>
     ops.crossEntropy(
       randomTensor(r, DType.F32, [2, 3]),
