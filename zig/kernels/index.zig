@@ -84,28 +84,59 @@ pub fn indexF32(rt: *const table.Runtime, args: *const abi.ArgBlock, tbl_raw: [*
         return 0;
     }
     const index = index_raw.?;
+    // Rows along the last axis: an index constant along it (stride 0, as an expanded index_select or
+    // embedding index) is read once per row, and such a gather of a unit-stride row is one copy.
+    const last = shape.len - 1;
+    const inner: usize = @intCast(shape[last]);
+    var outer: [abi.max_rank]i32 = undefined;
+    @memcpy(outer[0..shape.len], shape);
+    outer[last] = 1;
+    const outer_shape = outer[0..shape.len];
+    const rows = total / inner;
+    const index_step: isize = args.operands[2].strides[last];
+    const index_reads: usize = if (index_step == 0) 1 else inner;
     // Every index first: nothing is written when one is out of range.
     var check: Odometer(1) = .{ .offsets = .{args.operands[2].offset}, .strides = .{args.operands[2].strides} };
-    for (0..total) |_| {
-        const v = readIndex(index, bytes, check.offsets[0]);
-        if (v < 0 or v >= bound) return 1;
-        check.next(shape);
+    for (0..rows) |_| {
+        var at = check.offsets[0];
+        for (0..index_reads) |_| {
+            const v = readIndex(index, bytes, at);
+            if (v < 0 or v >= bound) return 1;
+            at += index_step;
+        }
+        check.next(outer_shape);
     }
     const axis_stride: isize = args.operands[0].strides[axis];
     var table_strides = args.operands[0].strides;
     table_strides[axis] = 0;
+    const table_step: isize = table_strides[last];
+    const flat_step: isize = args.operands[1].strides[last];
     var walk: Odometer(3) = .{
         .offsets = .{ args.operands[0].offset, args.operands[1].offset, args.operands[2].offset },
         .strides = .{ table_strides, args.operands[1].strides, args.operands[2].strides },
     };
-    for (0..total) |_| {
-        const at = walk.offsets[0] + @as(isize, @intCast(readIndex(index, bytes, walk.offsets[2]))) * axis_stride;
-        switch (op) {
-            .gather => ew.at([*]f32, flat, walk.offsets[1])[0] = ew.at([*]f32, tbl, at)[0],
-            .scatter_add => ew.at([*]f32, tbl, at)[0] += ew.at([*]f32, flat, walk.offsets[1])[0],
-            .cum_sum => unreachable,
+    for (0..rows) |_| {
+        var t = walk.offsets[0];
+        var f = walk.offsets[1];
+        var i = walk.offsets[2];
+        if (op == .gather and index_step == 0 and table_step == 1 and flat_step == 1) {
+            const from = ew.at([*]f32, tbl, t + @as(isize, @intCast(readIndex(index, bytes, i))) * axis_stride);
+            @memcpy(ew.at([*]f32, flat, f)[0..inner], from[0..inner]);
+        } else {
+            // In row-major order, one element at a time (scatter_add adds in this order).
+            for (0..inner) |_| {
+                const at = t + @as(isize, @intCast(readIndex(index, bytes, i))) * axis_stride;
+                switch (op) {
+                    .gather => ew.at([*]f32, flat, f)[0] = ew.at([*]f32, tbl, at)[0],
+                    .scatter_add => ew.at([*]f32, tbl, at)[0] += ew.at([*]f32, flat, f)[0],
+                    .cum_sum => unreachable,
+                }
+                t += table_step;
+                f += flat_step;
+                i += index_step;
+            }
         }
-        walk.next(shape);
+        walk.next(outer_shape);
     }
     return 0;
 }
@@ -159,6 +190,23 @@ test "gather and scatter_add follow the index along the axis; an index out of ra
     args.ints[2] = 4;
     try testing.expectEqual(@as(i32, 1), indexF32(&ew.test_runtime, &args, @ptrCast(&src), @ptrCast(&out), @ptrCast(&bad)));
     try testing.expectEqualSlices(f32, &.{ 2, 2, 6, 4, 15, 6 }, &src);
+}
+
+test "a gather with an index constant along the last axis copies whole rows, and checks each row's index" {
+    // table [3, 2]; index_select of rows 2, 0 along axis 0: the index [2, 1] expanded to [2, 2] (stride 0).
+    var src = [_]f32{ 1, 2, 3, 4, 5, 6 };
+    const index = [_]i32{ 2, 0 };
+    var out: [4]f32 = @splat(-1);
+    var args = ew.testArgs(&.{ 2, 2 }, &.{ &.{ 2, 1 }, &.{ 2, 1 }, &.{ 1, 0 } }, &.{ 0, 0, 0 }, @intFromEnum(IndexOp.gather), 1, 1);
+    args.ints[0] = 0;
+    args.ints[1] = 3;
+    args.ints[2] = 4;
+    try testing.expectEqual(@as(i32, 0), indexF32(&ew.test_runtime, &args, @ptrCast(&src), @ptrCast(&out), @ptrCast(&index)));
+    try testing.expectEqualSlices(f32, &.{ 5, 6, 1, 2 }, &out);
+    const bad = [_]i32{ 0, 3 };
+    out = @splat(-1);
+    try testing.expectEqual(@as(i32, 1), indexF32(&ew.test_runtime, &args, @ptrCast(&src), @ptrCast(&out), @ptrCast(&bad)));
+    try testing.expectEqualSlices(f32, &.{ -1, -1, -1, -1 }, &out);
 }
 
 test "cum_sum adds in f64 and rounds each output once" {
