@@ -19,8 +19,7 @@ import { Module } from "./module.ts";
 /** Masks of an attention call, in PyTorch's conventions. */
 export interface AttentionMasks {
   /**
-   * [L, S] or [N·heads, L, S]: Bool (true: not allowed) or F32 (added to the scores; differentiable when it is
-   * the only mask).
+   * [L, S] or [N·heads, L, S]: Bool (true: not allowed) or F32 (added to the scores, and differentiable).
    */
   readonly attnMask?: Tensor;
   /** [N, S]: Bool (true: this key is padding, ignored) or F32 (added). */

@@ -180,8 +180,9 @@ function lookupIndex(op: string, indices: Tensor): Tensor {
 }
 
 /**
- * Row `ids[i]` of the [rows, dim] table into row i of `out` (contiguous, [...indices.shape, dim]), by the native gather kernel
- * (`zig/kernels/index.zig`), which checks every index before writing; false when one is outside the rows.
+ * Row `ids[i]` of the [rows, dim] table into row i of `out` (contiguous, [...indices.shape, dim]), by the
+ * native gather kernel (`zig/kernels/index.zig`), which checks every index before writing; false when one is
+ * outside the rows.
  */
 function gatherRows(op: string, weight: Tensor, ids: Tensor, out: Tensor): boolean {
   const [rows, dim] = weight.shape;
@@ -358,9 +359,9 @@ export interface AttentionOptions {
   /** The seed of the dropout mask (as `ops.dropout`'s); a random one when absent. */
   readonly seed?: Seed;
   /**
-   * Grouped-query attention, PyTorch's `enable_gqa`: k and v [..., Hkv, S, ·] have fewer heads (axis −3) than
-   * q [..., H, L, E], Hkv dividing H; kv head h serves the H/Hkv consecutive query heads from h·H/Hkv, as
-   * PyTorch's `repeat_interleave` of k and v along axis −3. @default false
+   * Grouped-query attention, PyTorch's `enable_gqa`: k and v [..., Hkv, S, ·] have fewer heads (axis −3)
+   * than q [..., H, L, E], Hkv dividing H; kv head h serves the H/Hkv consecutive query heads from h·H/Hkv,
+   * as PyTorch's `repeat_interleave` of k and v along axis −3. @default false
    */
   readonly enableGqa?: boolean;
 }
@@ -373,7 +374,7 @@ interface ConstantMask {
   readonly alive: Tensor | null;
 }
 
-/** `allowed` (F32, 1 where attention is allowed, 0 where not) as additive scores: `(allowed − 1)/allowed` is 0 or −∞. */
+/** `allowed` (F32: 1 where attention is allowed, else 0) as additive scores: `(allowed − 1)/allowed`, 0 or −∞. */
 export function additiveMask(allowed: Tensor): Tensor {
   return div(sub(allowed, 1), allowed);
 }
@@ -497,13 +498,13 @@ function attentionDropout(op: string, p: unknown): number {
 /**
  * Scaled dot-product attention, PyTorch's `scaled_dot_product_attention`:
  * `dropout(softmax(q·kᵀ·scale + mask)) · v` for q [..., L, E], k [..., S, E], v [..., S, Ev] (batch axes
- * broadcast), giving [..., L, Ev]. A Bool `mask` excludes positions where it is false; an F32 mask is added. A
- * query row that a Bool mask and `causal` leave with no key gives zeros and no gradient, like PyTorch's safe
- * softmax (a row that an F32 mask fills with −∞ gives NaN). `dropout` zeros attention weights with `ops.dropout`
- * (seeded by `seed`, skipped when `training` is false); `enableGqa` lets k and v have fewer heads than q, each
- * kv head serving a group of consecutive query heads, by a broadcast matmul over [..., Hkv, H/Hkv, L, ·] (no
- * copy of k or v). Built from matmul, mul, add, softmax and dropout's product, whose records carry the
- * gradient (to q, k, v and an F32 mask).
+ * broadcast), giving [..., L, Ev]. A Bool `mask` excludes positions where it is false; an F32 mask is
+ * added. A query row that a Bool mask and `causal` leave with no key gives zeros and no gradient, like
+ * PyTorch's safe softmax (a row that an F32 mask fills with −∞ gives NaN). `dropout` zeros attention weights
+ * with `ops.dropout` (seeded by `seed`, skipped when `training` is false); `enableGqa` lets k and v have fewer
+ * heads than q, each kv head serving a group of consecutive query heads, by a broadcast matmul over
+ * [..., Hkv, H/Hkv, L, ·] (no copy of k or v). Built from matmul, mul, add, softmax and dropout's product,
+ * whose records carry the gradient (to q, k, v and an F32 mask).
  *
  * @example
  * ```ts

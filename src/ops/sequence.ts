@@ -280,8 +280,8 @@ function badLabel(
 
 /**
  * The targets ([N, S] padded, or 1-D concatenated) as one I32 tensor of the labels concatenated, copied by
- * native slices, and checked natively: element-wise tests on the labels (as F32, exact for any class count below
- * 2^24, which `checkCtc` requires) and one count read back.
+ * native slices, and checked natively: element-wise tests on the labels (as F32, exact for any class count
+ * below 2^24, which `checkCtc` requires) and one count read back.
  */
 function ctcLabels(
   op: string,
@@ -369,7 +369,8 @@ function checkCtc(
  * requires gradients, the same kernel call runs the backward (β) recursion and writes the gradient, which the
  * record keeps (the backward pass multiplies it by the output gradient). The gradient is the derivative with
  * respect to `logProbs` itself; PyTorch's adds `exp(logProbs)`, which a log-softmax before the loss cancels,
- * so both give the same gradient to the logits. Records CtcLoss (saved and owned slot 0: the gradient, scaled by the reduction).
+ * so both give the same gradient to the logits. Records CtcLoss (saved and owned slot 0: the gradient, scaled
+ * by the reduction).
  *
  * @example
  * ```ts
