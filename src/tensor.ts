@@ -162,40 +162,34 @@ export class Tensor {
    * strides array was modified still reaches no memory outside its storage.
    */
   constructor(parts: TensorParts) {
-    if (new.target !== Tensor) {
-      // A subclass could override the getters the ops read (shape, strides) behind the bounds checks.
-      throw new OptionError("Tensor", "Tensor cannot be subclassed; wrap a tensor instead");
-    }
-    const storage = parts.storage;
-    const shape = parts.shape;
-    const blockSize = parts.blockSize ?? 0;
-    let capacity = allocatedCapacity;
-    let strides = parts.strides;
-    if (allocating) {
-      allocating = false;
+    // A subclass could override the getters the ops read (shape, strides) behind the bounds checks.
+    if (new.target !== Tensor) refuseSubclass();
+    if (parts === freshParts) {
+      // `allocate`'s own parts: a contiguous view at offset 0 of a block rented for its checked shape. Their
+      // fields are read here, not below, so these loads see one object shape (V8 then inlines the whole
+      // construction into the op).
+      freshParts = null;
+      this.#storage = parts.storage;
+      this.#dtype = parts.dtype;
+      this.#shape = parts.shape;
+      this.#strides = parts.strides;
+      this.#offset = 0;
+      this.#blockSize = 0;
+      this.#capacity = freshCapacity;
+      this.#gradFn = null;
+      this.#leaf = null;
     } else {
-      const op = "Tensor";
-      if (!(storage instanceof Storage)) {
-        throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
-      }
-      const info = dtypeInfo(parts.dtype, op);
-      capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
-      if (
-        !(blockSize === 0 && Array.isArray(shape) && Array.isArray(strides) &&
-          fitsStorage(shape, strides, parts.offset, capacity))
-      ) {
-        strides = checkView(op, storage, info, shape, strides, parts.offset, blockSize);
-      }
+      const strides = checkParts(parts);
+      this.#storage = parts.storage;
+      this.#dtype = parts.dtype;
+      this.#shape = parts.shape;
+      this.#strides = strides;
+      this.#offset = parts.offset;
+      this.#blockSize = parts.blockSize ?? 0;
+      this.#capacity = checkedCapacity;
+      this.#gradFn = parts.gradFn ?? null;
+      this.#leaf = parts.leaf ?? null;
     }
-    this.#storage = storage;
-    this.#dtype = parts.dtype;
-    this.#shape = shape;
-    this.#strides = strides;
-    this.#offset = parts.offset;
-    this.#blockSize = blockSize;
-    this.#capacity = blockSize === 0 ? capacity : -1;
-    this.#gradFn = parts.gradFn ?? null;
-    this.#leaf = parts.leaf ?? null;
     // No own property may shadow a getter the ops read (`Object.defineProperty(t, "shape", ...)`), and the
     // prototype cannot be swapped: either would steer a kernel outside the checked view.
     Object.preventExtensions(this);
@@ -1611,12 +1605,43 @@ function checkView(
 }
 
 /**
- * Set by `allocate` for the one construction that follows: a fresh contiguous tensor over a block rented for
- * its checked shape needs no bounds check. Module-private, so no other caller can skip the check.
+ * Set by `allocate` to the parts of the one construction that follows: a fresh contiguous tensor over a block
+ * rented for its checked shape needs no bounds check. Module-private, so no other caller can skip the check.
  */
-let allocating = false;
-/** The element capacity of the block `allocate` rented, for the construction `allocating` marks. */
-let allocatedCapacity = 0;
+let freshParts: TensorParts | null = null;
+/** The element capacity of the block `allocate` rented, for the construction `freshParts` marks. */
+let freshCapacity = 0;
+/** The element capacity `checkParts` found, for the construction that called it (−1 for blocked tensors). */
+let checkedCapacity = 0;
+
+/** The constructor's error for a subclass (apart, so the constructor stays small enough to inline). */
+function refuseSubclass(): never {
+  throw new OptionError("Tensor", "Tensor cannot be subclassed; wrap a tensor instead");
+}
+
+/**
+ * The constructor's check of parts from anywhere but `allocate`: a `Storage`, a known dtype, and a view inside
+ * the storage (`checkView`). Returns the strides to keep (normalized by `checkView` where an extent-1 axis had
+ * one outside 32 bits) and leaves the element capacity in `checkedCapacity`.
+ */
+function checkParts(parts: TensorParts): readonly number[] {
+  const op = "Tensor";
+  const { storage, shape, strides, offset } = parts;
+  const blockSize = parts.blockSize ?? 0;
+  if (!(storage instanceof Storage)) {
+    throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
+  }
+  const info = dtypeInfo(parts.dtype, op);
+  const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
+  checkedCapacity = blockSize === 0 ? capacity : -1;
+  if (
+    blockSize === 0 && Array.isArray(shape) && Array.isArray(strides) &&
+    fitsStorage(shape, strides, offset, capacity)
+  ) {
+    return strides;
+  }
+  return checkView(op, storage, info, shape, strides, offset, blockSize);
+}
 
 /**
  * Internal (not exported from `mod.ts`): `t` as a kernel operand without the bounds check of `Tensor.operand`,
@@ -1652,9 +1677,27 @@ export function allocate(
     throw new OptionError(op, `arena must be an Arena, got ${describe(options.arena)}`);
   }
   const storage = Storage.rent(bytes, { zero, arena: options.arena, scoped: options.scoped ?? false });
-  const parts = { storage, dtype, shape: [...shape], strides: contiguousStrides(shape), offset: 0 };
-  allocating = true;
-  allocatedCapacity = count;
+  return fresh(storage, dtype, shape.slice(), count);
+}
+
+/**
+ * An op's output: a contiguous tensor of `shape` (copied) and `dtype`, uninitialized, in the current scope.
+ * The same checks as `allocate`'s without its options (the path every op takes once per call).
+ */
+export function allocateOutput(op: string, shape: readonly number[], dtype: DType): Tensor {
+  const info = dtypeInfo(dtype, op);
+  if (info.isQuantized) return allocate(op, shape, dtype, false, { scoped: true });
+  const count = checkShape(op, shape);
+  const bytes = count * info.blockBytes;
+  checkBytes(op, shape, bytes);
+  return fresh(Storage.rentScoped(bytes), dtype, shape.slice(), count);
+}
+
+/** The tensor over a block just rented for `shape` (a checked array no one else holds) of `count` elements. */
+function fresh(storage: Storage, dtype: DType, shape: number[], count: number): Tensor {
+  const parts = { storage, dtype, shape, strides: contiguousStrides(shape), offset: 0 };
+  freshParts = parts;
+  freshCapacity = count;
   return new Tensor(parts);
 }
 

@@ -215,6 +215,30 @@ export class Storage {
   }
 
   /**
+   * `rent(byteLength, { scoped: true })` without the options: a pool block of uninitialized bytes for an
+   * operation's output, tracked by the innermost scope. Internal (the path every op takes once per call).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Storage } from "./storage.ts";
+   * const storage = Storage.rentScoped(16);
+   * assert.ok(storage.byteLength === 16 && !storage.isReleased);
+   * storage.release();
+   * ```
+   */
+  static rentScoped(byteLength: number): Storage {
+    checkByteLength("Storage.rent", "byteLength", byteLength);
+    const pointer = native.zt_pool_rent(byteLength, 0);
+    if (pointer === null) throw new RangeError(`Storage.rent: out of native memory for ${byteLength} bytes`);
+    const storage = new Storage(pointer, byteLength, null);
+    const set = currentSet();
+    if (set === null) storage.#moveTo(null);
+    else storage.#track(set);
+    return storage;
+  }
+
+  /**
    * The native address of the block; throws `StaleTensorError` naming `op` after release.
    *
    * @example
@@ -368,9 +392,7 @@ export class Storage {
     if (this.#released) return;
     if (this.#owner !== null) this.#untrack();
     if (set !== null) {
-      this.#owner = set;
-      this.#ownerIndex = set.items.length;
-      set.items.push(this);
+      this.#track(set);
       this.#dropLeak();
     } else if (this.#arena === null && this.#leak === null) {
       this.#leak = {
@@ -381,6 +403,13 @@ export class Storage {
       };
       leaks.register(this, this.#leak, this.#leak);
     }
+  }
+
+  /** Adds the storage, tracked by no set, to `set`. */
+  #track(set: StorageSet): void {
+    this.#owner = set;
+    this.#ownerIndex = set.items.length;
+    set.items.push(this);
   }
 
   /** Removes the storage from its set by moving the set's last storage into its slot. */
