@@ -164,18 +164,17 @@ export class Tensor {
   constructor(parts: TensorParts) {
     // A subclass could override the getters the ops read (shape, strides) behind the bounds checks.
     if (new.target !== Tensor) refuseSubclass();
-    if (parts === freshParts) {
+    if (parts instanceof FreshParts) {
       // `allocate`'s own parts: a contiguous view at offset 0 of a block rented for its checked shape. Their
       // fields are read here, not below, so these loads see one object shape (V8 then inlines the whole
       // construction into the op).
-      freshParts = null;
       this.#storage = parts.storage;
       this.#dtype = parts.dtype;
       this.#shape = parts.shape;
       this.#strides = parts.strides;
       this.#offset = 0;
       this.#blockSize = 0;
-      this.#capacity = freshCapacity;
+      this.#capacity = parts.capacity;
       this.#gradFn = null;
       this.#leaf = null;
     } else {
@@ -1605,12 +1604,20 @@ function checkView(
 }
 
 /**
- * Set by `allocate` to the parts of the one construction that follows: a fresh contiguous tensor over a block
- * rented for its checked shape needs no bounds check. Module-private, so no other caller can skip the check.
+ * The parts `allocate` builds: a fresh contiguous tensor over a block rented for its checked shape, which needs
+ * no bounds check, with the block's element capacity. Module-private and never handed out, so no other caller
+ * can make one and skip the check.
  */
-let freshParts: TensorParts | null = null;
-/** The element capacity of the block `allocate` rented, for the construction `freshParts` marks. */
-let freshCapacity = 0;
+class FreshParts implements TensorParts {
+  readonly offset = 0;
+  constructor(
+    readonly storage: Storage,
+    readonly dtype: DType,
+    readonly shape: readonly number[],
+    readonly strides: readonly number[],
+    readonly capacity: number,
+  ) {}
+}
 /** The element capacity `checkParts` found, for the construction that called it (−1 for blocked tensors). */
 let checkedCapacity = 0;
 
@@ -1695,10 +1702,7 @@ export function allocateOutput(op: string, shape: readonly number[], dtype: DTyp
 
 /** The tensor over a block just rented for `shape` (a checked array no one else holds) of `count` elements. */
 function fresh(storage: Storage, dtype: DType, shape: number[], count: number): Tensor {
-  const parts = { storage, dtype, shape, strides: contiguousStrides(shape), offset: 0 };
-  freshParts = parts;
-  freshCapacity = count;
-  return new Tensor(parts);
+  return new Tensor(new FreshParts(storage, dtype, shape, contiguousStrides(shape), count));
 }
 
 function isTypedArray(value: unknown): value is TypedArray {

@@ -407,9 +407,10 @@ export class Storage {
 
   /** Adds the storage, tracked by no set, to `set`. */
   #track(set: StorageSet): void {
+    const items = set.items;
     this.#owner = set;
-    this.#ownerIndex = set.items.length;
-    set.items.push(this);
+    this.#ownerIndex = items.length;
+    items[items.length] = this;
   }
 
   /** Removes the storage from its set by moving the set's last storage into its slot. */
