@@ -164,31 +164,19 @@ export class Tensor {
   constructor(parts: TensorParts) {
     // A subclass could override the getters the ops read (shape, strides) behind the bounds checks.
     if (new.target !== Tensor) refuseSubclass();
-    if (parts instanceof FreshParts) {
-      // `allocate`'s own parts: a contiguous view at offset 0 of a block rented for its checked shape. Their
-      // fields are read here, not below, so these loads see one object shape (V8 then inlines the whole
-      // construction into the op).
-      this.#storage = parts.storage;
-      this.#dtype = parts.dtype;
-      this.#shape = parts.shape;
-      this.#strides = parts.strides;
-      this.#offset = 0;
-      this.#blockSize = 0;
-      this.#capacity = parts.capacity;
-      this.#gradFn = null;
-      this.#leaf = null;
-    } else {
-      const strides = checkParts(parts);
-      this.#storage = parts.storage;
-      this.#dtype = parts.dtype;
-      this.#shape = parts.shape;
-      this.#strides = strides;
-      this.#offset = parts.offset;
-      this.#blockSize = parts.blockSize ?? 0;
-      this.#capacity = checkedCapacity;
-      this.#gradFn = parts.gradFn ?? null;
-      this.#leaf = parts.leaf ?? null;
-    }
+    // `allocate`'s own parts (a contiguous view at offset 0 of a block rented for its checked shape) are
+    // checked already; any other parts are checked now. Either way the fields come from one class, so these
+    // loads see one object shape and V8 inlines the whole construction into the op.
+    const checked = parts instanceof CheckedParts ? parts : checkParts(parts);
+    this.#storage = checked.storage;
+    this.#dtype = checked.dtype;
+    this.#shape = checked.shape;
+    this.#strides = checked.strides;
+    this.#offset = checked.offset;
+    this.#blockSize = checked.blockSize;
+    this.#capacity = checked.capacity;
+    this.#gradFn = checked.gradFn;
+    this.#leaf = checked.leaf;
     // No own property may shadow a getter the ops read (`Object.defineProperty(t, "shape", ...)`), and the
     // prototype cannot be swapped: either would steer a kernel outside the checked view.
     Object.preventExtensions(this);
@@ -671,7 +659,13 @@ export class Tensor {
    * harmless, any other throws `TensorShapeError`. A few comparisons per axis; no allocation.
    */
   #checkIntact(op: string): void {
-    if (this.#capacity >= 0 && fitsStorage(this.#shape, this.#strides, this.#offset, this.#capacity)) return;
+    if (this.#capacity < 0 || !fitsStorage(this.#shape, this.#strides, this.#offset, this.#capacity)) {
+      this.#recheck(op);
+    }
+  }
+
+  /** `#checkIntact`'s full check (blocked tensors, and views `fitsStorage` refused): throws the reason. */
+  #recheck(op: string): void {
     const strides = this.#strides;
     const checked = checkView(
       op,
@@ -1603,51 +1597,62 @@ function checkView(
   return result;
 }
 
-/**
- * The parts `allocate` builds: a fresh contiguous tensor over a block rented for its checked shape, which needs
- * no bounds check, with the block's element capacity. Module-private and never handed out, so no other caller
- * can make one and skip the check.
- */
-class FreshParts implements TensorParts {
-  readonly offset = 0;
-  constructor(
-    readonly storage: Storage,
-    readonly dtype: DType,
-    readonly shape: readonly number[],
-    readonly strides: readonly number[],
-    readonly capacity: number,
-  ) {}
-}
-/** The element capacity `checkParts` found, for the construction that called it (−1 for blocked tensors). */
-let checkedCapacity = 0;
-
 /** The constructor's error for a subclass (apart, so the constructor stays small enough to inline). */
 function refuseSubclass(): never {
   throw new OptionError("Tensor", "Tensor cannot be subclassed; wrap a tensor instead");
 }
 
 /**
- * The constructor's check of parts from anywhere but `allocate`: a `Storage`, a known dtype, and a view inside
- * the storage (`checkView`). Returns the strides to keep (normalized by `checkView` where an extent-1 axis had
- * one outside 32 bits) and leaves the element capacity in `checkedCapacity`.
+ * Parts that passed the bounds check, with the storage's element capacity (−1 for blocked tensors): what
+ * `allocate` builds for a fresh contiguous tensor over a block rented for its checked shape, and what
+ * `checkParts` returns for any other parts. Module-private and never handed out, so no caller can make one and
+ * skip the check.
  */
-function checkParts(parts: TensorParts): readonly number[] {
+class CheckedParts implements TensorParts {
+  constructor(
+    readonly storage: Storage,
+    readonly dtype: DType,
+    readonly shape: readonly number[],
+    readonly strides: readonly number[],
+    readonly offset: number,
+    readonly blockSize: number,
+    readonly capacity: number,
+    readonly gradFn: BackwardRecord | null,
+    readonly leaf: LeafNode | null,
+  ) {}
+}
+
+/**
+ * The constructor's check of parts from anywhere but `allocate`: a `Storage`, a known dtype, and a view inside
+ * the storage (`checkView`, which normalizes a stride outside 32 bits on an extent-1 axis to 0).
+ */
+function checkParts(parts: TensorParts): CheckedParts {
   const op = "Tensor";
-  const { storage, shape, strides, offset } = parts;
+  const { storage, dtype, shape, offset } = parts;
   const blockSize = parts.blockSize ?? 0;
   if (!(storage instanceof Storage)) {
     throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
   }
-  const info = dtypeInfo(parts.dtype, op);
+  const info = dtypeInfo(dtype, op);
   const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
-  checkedCapacity = blockSize === 0 ? capacity : -1;
+  let strides = parts.strides;
   if (
-    blockSize === 0 && Array.isArray(shape) && Array.isArray(strides) &&
-    fitsStorage(shape, strides, offset, capacity)
+    !(blockSize === 0 && Array.isArray(shape) && Array.isArray(strides) &&
+      fitsStorage(shape, strides, offset, capacity))
   ) {
-    return strides;
+    strides = checkView(op, storage, info, shape, strides, offset, blockSize);
   }
-  return checkView(op, storage, info, shape, strides, offset, blockSize);
+  return new CheckedParts(
+    storage,
+    dtype,
+    shape,
+    strides,
+    offset,
+    blockSize,
+    blockSize === 0 ? capacity : -1,
+    parts.gradFn ?? null,
+    parts.leaf ?? null,
+  );
 }
 
 /**
@@ -1702,7 +1707,9 @@ export function allocateOutput(op: string, shape: readonly number[], dtype: DTyp
 
 /** The tensor over a block just rented for `shape` (a checked array no one else holds) of `count` elements. */
 function fresh(storage: Storage, dtype: DType, shape: number[], count: number): Tensor {
-  return new Tensor(new FreshParts(storage, dtype, shape, contiguousStrides(shape), count));
+  return new Tensor(
+    new CheckedParts(storage, dtype, shape, contiguousStrides(shape), 0, 0, count, null, null),
+  );
 }
 
 function isTypedArray(value: unknown): value is TypedArray {

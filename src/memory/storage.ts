@@ -104,6 +104,11 @@ export class StorageSet<Owner = unknown> {
   }
 }
 
+/** The error when the pool cannot rent `byteLength` bytes (apart, so the rents stay small enough to inline). */
+function outOfMemory(byteLength: number): never {
+  throw new RangeError(`Storage.rent: out of native memory for ${byteLength} bytes`);
+}
+
 /** Hooks the scope module installs (storage.ts does not import it, so no cycle). */
 let currentSet: () => StorageSet | null = () => null;
 
@@ -205,9 +210,7 @@ export class Storage {
       storage = new Storage(arenaAccess.alloc(arena, byteLength, zero), byteLength, arena);
     } else {
       const pointer = native.zt_pool_rent(byteLength, zero ? 1 : 0);
-      if (pointer === null) {
-        throw new RangeError(`Storage.rent: out of native memory for ${byteLength} bytes`);
-      }
+      if (pointer === null) outOfMemory(byteLength);
       storage = new Storage(pointer, byteLength, null);
     }
     storage.#moveTo(options?.scoped === true ? currentSet() : null);
@@ -230,7 +233,7 @@ export class Storage {
   static rentScoped(byteLength: number): Storage {
     checkByteLength("Storage.rent", "byteLength", byteLength);
     const pointer = native.zt_pool_rent(byteLength, 0);
-    if (pointer === null) throw new RangeError(`Storage.rent: out of native memory for ${byteLength} bytes`);
+    if (pointer === null) outOfMemory(byteLength);
     const storage = new Storage(pointer, byteLength, null);
     const set = currentSet();
     if (set === null) storage.#moveTo(null);
