@@ -9,14 +9,7 @@ import { DType, type DTypeInfo, dtypeInfo, type DTypeLike, toDType, type TypedAr
 import { decodeElement, type ElementValue, encodeElement } from "./core/element.ts";
 import { DTypeError, OptionError, TensorShapeError } from "./core/errors.ts";
 import { detectLayout, Layout } from "./core/layout.ts";
-import {
-  checkBytes,
-  checkShape,
-  contiguousStrides,
-  elementCount,
-  formatShape,
-  isContiguous,
-} from "./core/shape.ts";
+import { checkBytes, checkShape, elementCount, formatShape, isContiguous } from "./core/shape.ts";
 import { Storage } from "./memory/storage.ts";
 import { Arena } from "./memory/pool.ts";
 import { checkOptions, describe } from "./core/options.ts";
@@ -1689,7 +1682,7 @@ export function allocate(
     throw new OptionError(op, `arena must be an Arena, got ${describe(options.arena)}`);
   }
   const storage = Storage.rent(bytes, { zero, arena: options.arena, scoped: options.scoped ?? false });
-  return fresh(storage, dtype, shape.slice(), count);
+  return fresh(storage, dtype, shape, count);
 }
 
 /**
@@ -1702,14 +1695,24 @@ export function allocateOutput(op: string, shape: readonly number[], dtype: DTyp
   const count = checkShape(op, shape);
   const bytes = count * info.blockBytes;
   checkBytes(op, shape, bytes);
-  return fresh(Storage.rentScoped(bytes), dtype, shape.slice(), count);
+  return fresh(Storage.rentScoped(bytes), dtype, shape, count);
 }
 
-/** The tensor over a block just rented for `shape` (a checked array no one else holds) of `count` elements. */
-function fresh(storage: Storage, dtype: DType, shape: number[], count: number): Tensor {
-  return new Tensor(
-    new CheckedParts(storage, dtype, shape, contiguousStrides(shape), 0, 0, count, null, null),
-  );
+/**
+ * The tensor over a block just rented for the checked `shape` of `count` elements: a copy of `shape` (the
+ * caller may hold it) and its contiguous strides, made in one pass.
+ */
+function fresh(storage: Storage, dtype: DType, shape: readonly number[], count: number): Tensor {
+  const rank = shape.length;
+  const own = new Array<number>(rank);
+  const strides = new Array<number>(rank);
+  let step = 1;
+  for (let i = rank - 1; i >= 0; i--) {
+    own[i] = shape[i];
+    strides[i] = step;
+    step *= shape[i];
+  }
+  return new Tensor(new CheckedParts(storage, dtype, own, strides, 0, 0, count, null, null));
 }
 
 function isTypedArray(value: unknown): value is TypedArray {
