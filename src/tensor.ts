@@ -1486,8 +1486,9 @@ const INT32_MAX = 2 ** 31 - 1;
 
 /**
  * The common case of `checkView` in a few comparisons per axis: true when every extent and stride is a 32-bit
- * integer, the offset one from 0, the element count at most 2^31 − 1 and every reachable element below
- * `capacity`. False sends the caller to `checkView`, which gives the reason (or normalizes strides).
+ * integer, the element count at most 2^31 − 1 and every element reachable from `offset` (an integer from 0,
+ * which the caller checked) below `capacity`. False sends the caller to `checkView`, which gives the reason
+ * (or normalizes strides).
  */
 function fitsStorage(
   shape: readonly number[],
@@ -1495,12 +1496,12 @@ function fitsStorage(
   offset: number,
   capacity: number,
 ): boolean {
-  if (shape.length > 8 || strides.length !== shape.length || typeof offset !== "number") return false;
-  if ((offset | 0) !== offset || offset < 0) return false;
+  const rank = shape.length;
+  if (rank > 8 || strides.length !== rank) return false;
   let low = offset;
   let high = offset;
   let count = 1;
-  for (let axis = 0; axis < shape.length; axis++) {
+  for (let axis = 0; axis < rank; axis++) {
     const extent = shape[axis];
     const stride = strides[axis];
     if (typeof extent !== "number" || typeof stride !== "number") return false;
@@ -1510,6 +1511,11 @@ function fitsStorage(
     else high += (extent - 1) * stride;
   }
   return count === 0 || (low >= 0 && high < capacity);
+}
+
+/** Whether `offset` is an integer from 0 to 2^31 − 1, as `fitsStorage` assumes. */
+function isOffset(offset: unknown): offset is number {
+  return typeof offset === "number" && (offset | 0) === offset && offset >= 0;
 }
 
 /**
@@ -1630,7 +1636,7 @@ function checkParts(parts: TensorParts): CheckedParts {
   const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
   let strides = parts.strides;
   if (
-    !(blockSize === 0 && Array.isArray(shape) && Array.isArray(strides) &&
+    !(blockSize === 0 && Array.isArray(shape) && Array.isArray(strides) && isOffset(offset) &&
       fitsStorage(shape, strides, offset, capacity))
   ) {
     strides = checkView(op, storage, info, shape, strides, offset, blockSize);
