@@ -12,7 +12,8 @@
  * then times batches of 1000 calls of each case (16-element F32 tensors: `add` in an `ActivationScope`, `add`
  * then `dispose`, the unary `neg` in a scope, the reduction `sum` to a scalar in a scope) and prints the median
  * batch. The table gives, per case, the median over the rounds of each tree's figure and of the per-round
- * ratio this ÷ other (the paired ratio, less sensitive to load that drifts between rounds).
+ * ratio this ÷ other (the paired ratio, less sensitive to load that drifts between rounds), and the middle half
+ * of those ratios (first to third quartile) as their spread.
  *
  * @module
  */
@@ -139,13 +140,19 @@ async function driver(deno: DenoApi): Promise<void> {
       }
     }
     console.log(`\n${runtime}: µs per ${BATCH} calls, median of ${rounds} alternating rounds`);
-    console.log(`  ${"case".padEnd(14)} ${"other".padStart(9)} ${"this".padStart(9)}  this ÷ other (paired)`);
+    console.log(
+      `  ${"case".padEnd(14)} ${"other".padStart(9)} ${"this".padStart(9)}  this ÷ other (paired)  ` +
+        "middle half of the rounds' ratios",
+    );
     for (const name of CASES) {
       const o = median(theirs.map((t) => t[name]));
       const m = median(mine.map((t) => t[name]));
-      const paired = median(mine.map((t, i) => t[name] / theirs[i][name]));
+      const ratios = mine.map((t, i) => t[name] / theirs[i][name]).sort((x, y) => x - y);
+      const quartile = (q: number) => ratios[Math.min(ratios.length - 1, Math.floor(q * ratios.length))];
       console.log(
-        `  ${name.padEnd(14)} ${o.toFixed(0).padStart(9)} ${m.toFixed(0).padStart(9)}  ${paired.toFixed(3)}`,
+        `  ${name.padEnd(14)} ${o.toFixed(0).padStart(9)} ${m.toFixed(0).padStart(9)}  ${
+          median(ratios).toFixed(3).padEnd(21)
+        } ${quartile(0.25).toFixed(2)} to ${quartile(0.75).toFixed(2)}`,
       );
     }
   }

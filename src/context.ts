@@ -25,6 +25,11 @@ const context: AsyncLocalStorage<Overrides> = new AsyncLocalStorage<Overrides>()
 let defaultMode: ArithmeticMode = "fast";
 let defaultThreads: number = hardwareThreads();
 let defaultKernels: KernelSet = nativeKernels;
+/**
+ * The process-wide settings as one object, made again after a default changes: outside any override (the
+ * common case) every op's kernel call reads it without allocating.
+ */
+let defaults: ComputeSnapshot | null = null;
 
 /** The kernel set in force for the current async context. */
 export function kernels(): KernelSet {
@@ -48,6 +53,7 @@ export function kernels(): KernelSet {
  */
 export function setDefaultKernels(set: KernelSet): void {
   defaultKernels = set;
+  defaults = null;
 }
 
 function checkMode(mode: unknown): ArithmeticMode {
@@ -66,11 +72,7 @@ function checkThreads(threads: unknown): number {
 
 /** The settings in force for the current async context. */
 export function computeSettings(): ComputeSettings {
-  const overrides = context.getStore();
-  return {
-    mode: overrides?.mode ?? defaultMode,
-    threads: overrides?.threads ?? defaultThreads,
-  };
+  return computeSnapshot();
 }
 
 /** The shape of `TensorCompute`. */
@@ -105,6 +107,7 @@ export const TensorCompute: TensorComputeApi = {
   },
   set mode(mode: ArithmeticMode) {
     defaultMode = checkMode(mode);
+    defaults = null;
   },
   /** The thread count in force here; assigning sets the process-wide default. */
   get threads(): number {
@@ -112,6 +115,7 @@ export const TensorCompute: TensorComputeApi = {
   },
   set threads(threads: number) {
     defaultThreads = checkThreads(threads);
+    defaults = null;
   },
   /**
    * Runs `fn` with its own settings, which follow `await` inside it and are invisible to other code; returns
@@ -139,13 +143,22 @@ export interface ComputeSnapshot {
   readonly kernels: KernelSet;
 }
 
-/** The settings in force now. */
+/** The settings in force now (one context lookup: ops read the kernel set and the settings from it). */
 export function computeSnapshot(): ComputeSnapshot {
   const overrides = context.getStore();
+  if (overrides === undefined && defaults !== null) return defaults;
+  return snapshotOf(overrides);
+}
+
+/** The settings under `overrides`, or the process-wide ones (kept in `defaults`) when there are none. */
+function snapshotOf(overrides: Overrides | undefined): ComputeSnapshot {
+  if (overrides === undefined) {
+    return defaults = { mode: defaultMode, threads: defaultThreads, kernels: defaultKernels };
+  }
   return {
-    mode: overrides?.mode ?? defaultMode,
-    threads: overrides?.threads ?? defaultThreads,
-    kernels: overrides?.kernels ?? defaultKernels,
+    mode: overrides.mode ?? defaultMode,
+    threads: overrides.threads ?? defaultThreads,
+    kernels: overrides.kernels ?? defaultKernels,
   };
 }
 

@@ -9,14 +9,7 @@ import { DType, type DTypeInfo, dtypeInfo, type DTypeLike, toDType, type TypedAr
 import { decodeElement, type ElementValue, encodeElement } from "./core/element.ts";
 import { DTypeError, OptionError, TensorShapeError } from "./core/errors.ts";
 import { detectLayout, Layout } from "./core/layout.ts";
-import {
-  checkBytes,
-  checkShape,
-  contiguousStrides,
-  elementCount,
-  formatShape,
-  isContiguous,
-} from "./core/shape.ts";
+import { checkBytes, checkShape, elementCount, formatShape, isContiguous } from "./core/shape.ts";
 import { Storage } from "./memory/storage.ts";
 import { Arena } from "./memory/pool.ts";
 import { checkOptions, describe } from "./core/options.ts";
@@ -162,40 +155,21 @@ export class Tensor {
    * strides array was modified still reaches no memory outside its storage.
    */
   constructor(parts: TensorParts) {
-    if (new.target !== Tensor) {
-      // A subclass could override the getters the ops read (shape, strides) behind the bounds checks.
-      throw new OptionError("Tensor", "Tensor cannot be subclassed; wrap a tensor instead");
-    }
-    const storage = parts.storage;
-    const shape = parts.shape;
-    const blockSize = parts.blockSize ?? 0;
-    let capacity = allocatedCapacity;
-    let strides = parts.strides;
-    if (allocating) {
-      allocating = false;
-    } else {
-      const op = "Tensor";
-      if (!(storage instanceof Storage)) {
-        throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
-      }
-      const info = dtypeInfo(parts.dtype, op);
-      capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
-      if (
-        !(blockSize === 0 && Array.isArray(shape) && Array.isArray(strides) &&
-          fitsStorage(shape, strides, parts.offset, capacity))
-      ) {
-        strides = checkView(op, storage, info, shape, strides, parts.offset, blockSize);
-      }
-    }
-    this.#storage = storage;
-    this.#dtype = parts.dtype;
-    this.#shape = shape;
-    this.#strides = strides;
-    this.#offset = parts.offset;
-    this.#blockSize = blockSize;
-    this.#capacity = blockSize === 0 ? capacity : -1;
-    this.#gradFn = parts.gradFn ?? null;
-    this.#leaf = parts.leaf ?? null;
+    // A subclass could override the getters the ops read (shape, strides) behind the bounds checks.
+    if (new.target !== Tensor) refuseSubclass();
+    // `allocate`'s own parts (a contiguous view at offset 0 of a block rented for its checked shape) are
+    // checked already; any other parts are checked now. Either way the fields come from one class, so these
+    // loads see one object shape and V8 inlines the whole construction into the op.
+    const checked = parts instanceof CheckedParts ? parts : checkParts(parts);
+    this.#storage = checked.storage;
+    this.#dtype = checked.dtype;
+    this.#shape = checked.shape;
+    this.#strides = checked.strides;
+    this.#offset = checked.offset;
+    this.#blockSize = checked.blockSize;
+    this.#capacity = checked.capacity;
+    this.#gradFn = checked.gradFn;
+    this.#leaf = checked.leaf;
     // No own property may shadow a getter the ops read (`Object.defineProperty(t, "shape", ...)`), and the
     // prototype cannot be swapped: either would steer a kernel outside the checked view.
     Object.preventExtensions(this);
@@ -678,7 +652,13 @@ export class Tensor {
    * harmless, any other throws `TensorShapeError`. A few comparisons per axis; no allocation.
    */
   #checkIntact(op: string): void {
-    if (this.#capacity >= 0 && fitsStorage(this.#shape, this.#strides, this.#offset, this.#capacity)) return;
+    if (this.#capacity < 0 || !fitsStorage(this.#shape, this.#strides, this.#offset, this.#capacity)) {
+      this.#recheck(op);
+    }
+  }
+
+  /** `#checkIntact`'s full check (blocked tensors, and views `fitsStorage` refused): throws the reason. */
+  #recheck(op: string): void {
     const strides = this.#strides;
     const checked = checkView(
       op,
@@ -1506,8 +1486,9 @@ const INT32_MAX = 2 ** 31 - 1;
 
 /**
  * The common case of `checkView` in a few comparisons per axis: true when every extent and stride is a 32-bit
- * integer, the offset one from 0, the element count at most 2^31 − 1 and every reachable element below
- * `capacity`. False sends the caller to `checkView`, which gives the reason (or normalizes strides).
+ * integer, the element count at most 2^31 − 1 and every element reachable from `offset` (an integer from 0,
+ * which the caller checked) below `capacity`. False sends the caller to `checkView`, which gives the reason
+ * (or normalizes strides).
  */
 function fitsStorage(
   shape: readonly number[],
@@ -1515,12 +1496,12 @@ function fitsStorage(
   offset: number,
   capacity: number,
 ): boolean {
-  if (shape.length > 8 || strides.length !== shape.length || typeof offset !== "number") return false;
-  if ((offset | 0) !== offset || offset < 0) return false;
+  const rank = shape.length;
+  if (rank > 8 || strides.length !== rank) return false;
   let low = offset;
   let high = offset;
   let count = 1;
-  for (let axis = 0; axis < shape.length; axis++) {
+  for (let axis = 0; axis < rank; axis++) {
     const extent = shape[axis];
     const stride = strides[axis];
     if (typeof extent !== "number" || typeof stride !== "number") return false;
@@ -1530,6 +1511,11 @@ function fitsStorage(
     else high += (extent - 1) * stride;
   }
   return count === 0 || (low >= 0 && high < capacity);
+}
+
+/** Whether `offset` is an integer from 0 to 2^31 − 1, as `fitsStorage` assumes. */
+function isOffset(offset: unknown): offset is number {
+  return typeof offset === "number" && (offset | 0) === offset && offset >= 0;
 }
 
 /**
@@ -1610,13 +1596,63 @@ function checkView(
   return result;
 }
 
+/** The constructor's error for a subclass (apart, so the constructor stays small enough to inline). */
+function refuseSubclass(): never {
+  throw new OptionError("Tensor", "Tensor cannot be subclassed; wrap a tensor instead");
+}
+
 /**
- * Set by `allocate` for the one construction that follows: a fresh contiguous tensor over a block rented for
- * its checked shape needs no bounds check. Module-private, so no other caller can skip the check.
+ * Parts that passed the bounds check, with the storage's element capacity (−1 for blocked tensors): what
+ * `allocate` builds for a fresh contiguous tensor over a block rented for its checked shape, and what
+ * `checkParts` returns for any other parts. Module-private and never handed out, so no caller can make one and
+ * skip the check.
  */
-let allocating = false;
-/** The element capacity of the block `allocate` rented, for the construction `allocating` marks. */
-let allocatedCapacity = 0;
+class CheckedParts implements TensorParts {
+  constructor(
+    readonly storage: Storage,
+    readonly dtype: DType,
+    readonly shape: readonly number[],
+    readonly strides: readonly number[],
+    readonly offset: number,
+    readonly blockSize: number,
+    readonly capacity: number,
+    readonly gradFn: BackwardRecord | null,
+    readonly leaf: LeafNode | null,
+  ) {}
+}
+
+/**
+ * The constructor's check of parts from anywhere but `allocate`: a `Storage`, a known dtype, and a view inside
+ * the storage (`checkView`, which normalizes a stride outside 32 bits on an extent-1 axis to 0).
+ */
+function checkParts(parts: TensorParts): CheckedParts {
+  const op = "Tensor";
+  const { storage, dtype, shape, offset } = parts;
+  const blockSize = parts.blockSize ?? 0;
+  if (!(storage instanceof Storage)) {
+    throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
+  }
+  const info = dtypeInfo(dtype, op);
+  const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
+  let strides = parts.strides;
+  if (
+    !(blockSize === 0 && Array.isArray(shape) && Array.isArray(strides) && isOffset(offset) &&
+      fitsStorage(shape, strides, offset, capacity))
+  ) {
+    strides = checkView(op, storage, info, shape, strides, offset, blockSize);
+  }
+  return new CheckedParts(
+    storage,
+    dtype,
+    shape,
+    strides,
+    offset,
+    blockSize,
+    blockSize === 0 ? capacity : -1,
+    parts.gradFn ?? null,
+    parts.leaf ?? null,
+  );
+}
 
 /**
  * Internal (not exported from `mod.ts`): `t` as a kernel operand without the bounds check of `Tensor.operand`,
@@ -1652,10 +1688,37 @@ export function allocate(
     throw new OptionError(op, `arena must be an Arena, got ${describe(options.arena)}`);
   }
   const storage = Storage.rent(bytes, { zero, arena: options.arena, scoped: options.scoped ?? false });
-  const parts = { storage, dtype, shape: [...shape], strides: contiguousStrides(shape), offset: 0 };
-  allocating = true;
-  allocatedCapacity = count;
-  return new Tensor(parts);
+  return fresh(storage, dtype, shape, count);
+}
+
+/**
+ * An op's output: a contiguous tensor of `shape` (copied) and `dtype`, uninitialized, in the current scope.
+ * The same checks as `allocate`'s without its options (the path every op takes once per call).
+ */
+export function allocateOutput(op: string, shape: readonly number[], dtype: DType): Tensor {
+  const info = dtypeInfo(dtype, op);
+  if (info.isQuantized) return allocate(op, shape, dtype, false, { scoped: true });
+  const count = checkShape(op, shape);
+  const bytes = count * info.blockBytes;
+  checkBytes(op, shape, bytes);
+  return fresh(Storage.rentScoped(bytes), dtype, shape, count);
+}
+
+/**
+ * The tensor over a block just rented for the checked `shape` of `count` elements: a copy of `shape` (the
+ * caller may hold it) and its contiguous strides, made in one pass.
+ */
+function fresh(storage: Storage, dtype: DType, shape: readonly number[], count: number): Tensor {
+  const rank = shape.length;
+  const own = new Array<number>(rank);
+  const strides = new Array<number>(rank);
+  let step = 1;
+  for (let i = rank - 1; i >= 0; i--) {
+    own[i] = shape[i];
+    strides[i] = step;
+    step *= shape[i];
+  }
+  return new Tensor(new CheckedParts(storage, dtype, own, strides, 0, 0, count, null, null));
 }
 
 function isTypedArray(value: unknown): value is TypedArray {

@@ -234,6 +234,11 @@ export function shouldRecord(...inputs: readonly Tensor[]): boolean {
   return false;
 }
 
+/** `shouldRecord` of one or two inputs, without the rest array (the element-wise ops' path). */
+export function shouldRecordOperands(a: Tensor, b: Tensor | null = null): boolean {
+  return (a.requiresGrad || (b !== null && b.requiresGrad)) && gradEnabled();
+}
+
 /** What a record keeps besides its inputs: saved tensors, named attributes, tensors it owns. */
 export interface RecordParts<K extends OpKind> {
   readonly saved?: readonly (Tensor | null)[];

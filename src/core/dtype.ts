@@ -117,7 +117,17 @@ const TABLE: readonly DTypeInfo[] = [
   row(0x108, "Q8_0", Uint8Array, ["q8_0"], { float: true, block: [32, 34] }),
 ];
 
-const BY_CODE = new Map<number, DTypeInfo>(TABLE.map((info) => [info.code, info]));
+/**
+ * The rows indexed by code (a holey array up to 0x108): every allocation looks its dtype up here, and an element
+ * load costs less than a `Map` lookup.
+ */
+const BY_CODE: (DTypeInfo | undefined)[] = [];
+for (const info of TABLE) BY_CODE[info.code] = info;
+
+/** The row of `code`, or undefined for any other value (a non-number never reads the array's own properties). */
+function byCode(code: unknown): DTypeInfo | undefined {
+  return typeof code === "number" ? BY_CODE[code] : undefined;
+}
 
 /** An element type: its ONNX code (or 0x102 / 0x108 for Q4_0 / Q8_0). */
 export type DType = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 9 | 10 | 11 | 12 | 13 | 16 | 0x102 | 0x108;
@@ -191,7 +201,7 @@ export function toDType(dtype: DTypeLike, op: string): DType {
 
 /** The table row of `dtype`; throws `DTypeError` naming `op` for a value that is not a dtype. */
 export function dtypeInfo(dtype: number, op = "dtype"): DTypeInfo {
-  const info = BY_CODE.get(dtype);
+  const info = byCode(dtype);
   if (info === undefined) {
     throw new DTypeError(
       op,
@@ -291,7 +301,7 @@ export const DType: DTypeApi = {
    * ```
    */
   fromOnnx(code: number): DType {
-    const info = Number.isInteger(code) && code >= 1 && code <= 28 ? BY_CODE.get(code) : undefined;
+    const info = Number.isInteger(code) && code >= 1 && code <= 28 ? byCode(code) : undefined;
     if (info === undefined) {
       const name = Number.isInteger(code) && code >= 0 && code < ONNX_NAMES.length
         ? ONNX_NAMES[code]
@@ -311,7 +321,7 @@ export const DType: DTypeApi = {
   /** The ONNX name of a code 0–28 ("FLOAT", "STRING", "FLOAT8E4M3FN", ...), or of Q4_0 / Q8_0. */
   onnxName(code: number): string {
     if (Number.isInteger(code) && code >= 0 && code < ONNX_NAMES.length) return ONNX_NAMES[code];
-    const info = BY_CODE.get(code);
+    const info = byCode(code);
     if (info !== undefined) return info.name;
     throw new DTypeError("onnxName", `${code} is not an ONNX TensorProto.DataType code (0 to 28)`);
   },

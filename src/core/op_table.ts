@@ -225,16 +225,24 @@ export function kernelCodes<F extends KernelFamily>(family: F): KernelCodes[F] {
 export type KernelCode<F extends KernelFamily> = KernelCodes[F][keyof KernelCodes[F]];
 
 /**
- * Each op's kernel, by op name, for `kernelCode`: ops look their code up on every call, and a `Map` lookup costs
- * a third of a keyed load from the large `OPS` object (measured in Deno, see docs/performance.md).
+ * Each family's kernel codes by op name, for `kernelCode`: ops look their code up on every call, and a keyed
+ * load from one family's small object costs less than a `Map` lookup (half of the hash lookups in Deno's
+ * profile of `ops.neg` went with it) or a keyed load from the large `OPS` object.
  */
-const KERNELS_BY_OP: ReadonlyMap<string, KernelRef> = new Map(
-  Object.entries(OPS).flatMap(([op, def]) => def.kernel === undefined ? [] : [[op, def.kernel] as const]),
-);
+const CODES_BY_FAMILY: Record<string, Record<string, number>> = {};
+for (const [op, def] of Object.entries(OPS) as [OpName, OpDefinition][]) {
+  if (def.kernel !== undefined) (CODES_BY_FAMILY[def.kernel.family] ??= {})[op] = def.kernel.code;
+}
 
 /** The code of `op`'s kernel, which must belong to `family` (the type admits only that family's ops). */
 export function kernelCode<F extends KernelFamily>(family: F, op: KernelOpNames[F]): KernelCode<F> {
-  const kernel = KERNELS_BY_OP.get(op);
-  if (kernel?.family !== family) throw new Error(`op table: ${op} has no ${family} kernel`);
-  return kernel.code as KernelCode<F>;
+  const code = CODES_BY_FAMILY[family]?.[op];
+  // No property Object.prototype gives a plain object is a number, so only the table's codes pass.
+  if (typeof code !== "number") noKernel(family, op);
+  return code as KernelCode<F>;
+}
+
+/** `kernelCode`'s error for an op without a kernel of `family`. */
+function noKernel(family: string, op: string): never {
+  throw new Error(`op table: ${op} has no ${family} kernel`);
 }

@@ -23,6 +23,23 @@ export function formatShape(shape: readonly number[]): string {
  * 0 … 2^31 − 1 whose every left-to-right prefix product is at most 2^31 − 1 (so `[100000, 100000, 0]` fails).
  */
 export function checkShape(op: string, shape: readonly number[]): number {
+  // The common case in a few comparisons per axis (every op's output passes here); `shapeFailure` names the
+  // rule that a refused shape breaks.
+  if (!Array.isArray(shape) || shape.length > MAX_RANK) shapeFailure(op, shape);
+  let count = 1;
+  for (let i = 0; i < shape.length; i++) {
+    const extent = shape[i];
+    if (
+      !Number.isInteger(extent) || extent < 0 || extent > MAX_ELEMENTS || (count *= extent) > MAX_ELEMENTS
+    ) {
+      shapeFailure(op, shape);
+    }
+  }
+  return count;
+}
+
+/** Throws the `TensorShapeError` that names the first rule `shape` breaks (`checkShape` found one). */
+function shapeFailure(op: string, shape: readonly number[]): never {
   if (!Array.isArray(shape)) {
     throw new TensorShapeError(op, `a shape must be an array of extents, got ${String(shape)}`);
   }
@@ -56,7 +73,8 @@ export function checkShape(op: string, shape: readonly number[]): number {
       );
     }
   }
-  return count;
+  // Not reached: checkShape calls this only for a shape that breaks one of the rules above.
+  throw new TensorShapeError(op, `shape ${formatShape(shape)} is not a valid shape`, [shape]);
 }
 
 /** Checks that `count` elements of `bytesPerElement` (or blocks) fit in one buffer. */

@@ -15,9 +15,12 @@ export const MAX_BYTE_LENGTH: number = 2 ** 31 - 1;
 
 /** Throws a `TensorShapeError` from `op` unless `n` is an integer byte count from `min` to 2^31 − 1. */
 export function checkByteLength(op: string, name: string, n: number, min = 0): void {
-  if (!Number.isInteger(n) || n < min || n > MAX_BYTE_LENGTH) {
-    throw new TensorShapeError(op, `${name} must be an integer from ${min} to 2^31 − 1, got ${n}`);
-  }
+  if (!Number.isInteger(n) || n < min || n > MAX_BYTE_LENGTH) badByteLength(op, name, n, min);
+}
+
+/** `checkByteLength`'s error (apart, so the check inlines into every rent). */
+function badByteLength(op: string, name: string, n: number, min: number): never {
+  throw new TensorShapeError(op, `${name} must be an integer from ${min} to 2^31 − 1, got ${n}`);
 }
 
 /** ArrayBuffers zigtensor detached itself (on release or reset), as opposed to ones transferred away. */

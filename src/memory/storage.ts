@@ -104,6 +104,11 @@ export class StorageSet<Owner = unknown> {
   }
 }
 
+/** The error when the pool cannot rent `byteLength` bytes (apart, so the rents stay small enough to inline). */
+function outOfMemory(byteLength: number): never {
+  throw new RangeError(`Storage.rent: out of native memory for ${byteLength} bytes`);
+}
+
 /** Hooks the scope module installs (storage.ts does not import it, so no cycle). */
 let currentSet: () => StorageSet | null = () => null;
 
@@ -205,12 +210,34 @@ export class Storage {
       storage = new Storage(arenaAccess.alloc(arena, byteLength, zero), byteLength, arena);
     } else {
       const pointer = native.zt_pool_rent(byteLength, zero ? 1 : 0);
-      if (pointer === null) {
-        throw new RangeError(`Storage.rent: out of native memory for ${byteLength} bytes`);
-      }
+      if (pointer === null) outOfMemory(byteLength);
       storage = new Storage(pointer, byteLength, null);
     }
     storage.#moveTo(options?.scoped === true ? currentSet() : null);
+    return storage;
+  }
+
+  /**
+   * `rent(byteLength, { scoped: true })` without the options: a pool block of uninitialized bytes for an
+   * operation's output, tracked by the innermost scope. Internal (the path every op takes once per call).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Storage } from "./storage.ts";
+   * const storage = Storage.rentScoped(16);
+   * assert.ok(storage.byteLength === 16 && !storage.isReleased);
+   * storage.release();
+   * ```
+   */
+  static rentScoped(byteLength: number): Storage {
+    checkByteLength("Storage.rent", "byteLength", byteLength);
+    const pointer = native.zt_pool_rent(byteLength, 0);
+    if (pointer === null) outOfMemory(byteLength);
+    const storage = new Storage(pointer, byteLength, null);
+    const set = currentSet();
+    if (set === null) storage.#moveTo(null);
+    else storage.#track(set);
     return storage;
   }
 
@@ -368,9 +395,7 @@ export class Storage {
     if (this.#released) return;
     if (this.#owner !== null) this.#untrack();
     if (set !== null) {
-      this.#owner = set;
-      this.#ownerIndex = set.items.length;
-      set.items.push(this);
+      this.#track(set);
       this.#dropLeak();
     } else if (this.#arena === null && this.#leak === null) {
       this.#leak = {
@@ -381,6 +406,14 @@ export class Storage {
       };
       leaks.register(this, this.#leak, this.#leak);
     }
+  }
+
+  /** Adds the storage, tracked by no set, to `set`. */
+  #track(set: StorageSet): void {
+    const items = set.items;
+    this.#owner = set;
+    this.#ownerIndex = items.length;
+    items[items.length] = this;
   }
 
   /** Removes the storage from its set by moving the set's last storage into its slot. */

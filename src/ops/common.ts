@@ -8,9 +8,9 @@
 import { DTypeError, OptionError, StaleTensorError, TensorShapeError } from "../core/errors.ts";
 import { checkInteger, describe, INT32_MAX } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
-import { computeSettings, kernels } from "../context.ts";
+import { computeSettings, computeSnapshot, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
-import { allocate, freshOperand, Tensor } from "../tensor.ts";
+import { allocateOutput, freshOperand, Tensor } from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { BinaryOp, type UnaryOp } from "../kernels/types.ts";
 
@@ -40,17 +40,29 @@ export function checkTensor(op: string, name: string, value: unknown): Tensor {
 
 /** Eager arithmetic takes F32 tensors (integers are for indices and labels). */
 export function checkF32(op: string, ...tensors: readonly Tensor[]): void {
-  for (const t of tensors) {
-    checkTensor(op, "an operand", t);
-    if (t.dtype !== DType.F32 || t.blockSize > 0) {
-      throw new DTypeError(
-        op,
-        `${op} computes on plain F32 tensors, got ${
-          t.blockSize > 0 ? `a blocked NchwC(${t.blockSize})` : dtypeInfo(t.dtype).name
-        } tensor; cast() it first`,
-      );
-    }
+  for (let i = 0; i < tensors.length; i++) checkF32Tensor(op, tensors[i]);
+}
+
+/**
+ * `checkF32` of one operand, in a few comparisons (every element-wise op passes here); `notF32` throws the
+ * error that names what is wrong.
+ */
+export function checkF32Tensor(op: string, t: Tensor): void {
+  if (!(t instanceof Tensor) || t.storage.isReleased || t.dtype !== DType.F32 || t.blockSize > 0) {
+    notF32(op, t);
   }
+}
+
+/** Throws the error for an operand `checkF32Tensor` refused: not a tensor, released, or not plain F32. */
+function notF32(op: string, t: unknown): never {
+  checkTensor(op, "an operand", t);
+  const tensor = t as Tensor;
+  throw new DTypeError(
+    op,
+    `${op} computes on plain F32 tensors, got ${
+      tensor.blockSize > 0 ? `a blocked NchwC(${tensor.blockSize})` : dtypeInfo(tensor.dtype).name
+    } tensor; cast() it first`,
+  );
 }
 
 /** An optional F32 parameter (a weight, a bias, a state) must have exactly `shape` when given. */
@@ -76,8 +88,15 @@ export function checkParameter(
 
 /** Strides that read `t` at the broadcast `shape` (stride 0 along stretched axes). */
 export function broadcastStrides(t: Tensor, shape: readonly number[], op: string): readonly number[] {
-  if (t.rank === shape.length && t.shape.every((e, i) => e === shape[i])) return t.strides;
-  return expandView(t, shape, op).strides;
+  const own = t.shape;
+  return own === shape || sameExtents(own, shape) ? t.strides : expandView(t, shape, op).strides;
+}
+
+/** Whether two shapes have the same extents. */
+function sameExtents(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**
@@ -104,28 +123,33 @@ export function newOutput(
   shape: readonly number[],
   dtype: typeof DType.F32 | typeof DType.Bool = DType.F32,
 ): Tensor {
-  return allocate(op, shape, dtype, false, { scoped: true });
+  return allocateOutput(op, shape, dtype);
 }
 
-/** out = a (kind) b with broadcasting; the output is Bool for comparisons. */
+/**
+ * out = a (kind) b with broadcasting; the output is Bool for comparisons. The inputs' operands are made (and
+ * their views checked) before the output is allocated, so a refused call leaves nothing behind.
+ */
 export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): Tensor {
-  const shape = broadcastShapes(op, a.shape, b.shape);
+  const aShape = a.shape;
+  const bShape = b.shape;
+  const shape = aShape === bShape || sameExtents(aShape, bShape)
+    ? aShape
+    : broadcastShapes(op, aShape, bShape);
+  const aOperand = a.operand(op, broadcastStrides(a, shape, op));
+  const bOperand = b.operand(op, broadcastStrides(b, shape, op));
   const out = newOutput(op, shape, kind >= BinaryOp.Eq ? DType.Bool : DType.F32);
-  kernels().binary(
-    kind,
-    shape,
-    freshOperand(out, op),
-    a.operand(op, broadcastStrides(a, shape, op)),
-    b.operand(op, broadcastStrides(b, shape, op)),
-    computeSettings(),
-  );
+  const compute = computeSnapshot();
+  compute.kernels.binary(kind, out.shape, freshOperand(out, op), aOperand, bOperand, compute);
   return out;
 }
 
-/** out = kind(a). */
+/** out = kind(a); `a`'s view is checked before the output is allocated. */
 export function unaryKernel(op: string, kind: UnaryOp, a: Tensor): Tensor {
+  const operand = a.operand(op);
   const out = newOutput(op, a.shape);
-  kernels().unary(kind, a.shape, freshOperand(out, op), a.operand(op), computeSettings());
+  const compute = computeSnapshot();
+  compute.kernels.unary(kind, out.shape, freshOperand(out, op), operand, compute);
   return out;
 }
 

@@ -11,8 +11,8 @@ import { DType } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { UnaryOp } from "../kernels/types.ts";
-import { binaryKernel, checkF32, newOutput, unaryKernel } from "./common.ts";
-import { type AttributesOf, recordOp, shouldRecord } from "../autograd/record.ts";
+import { binaryKernel, checkF32, checkF32Tensor, newOutput, unaryKernel } from "./common.ts";
+import { type AttributesOf, recordOp, shouldRecord, shouldRecordOperands } from "../autograd/record.ts";
 import { type BinaryOpName, kernelCode, type UnaryOpName } from "../core/op_table.ts";
 
 /** A tensor operand or a number (an F32 scalar). */
@@ -50,12 +50,12 @@ function binarySaves(op: BinaryOpName, a: Tensor, b: Tensor): (Tensor | null)[] 
 /** One binary op of the op table: its kernel through the seam, then its record as the table says. */
 function binary(op: BinaryOpName, x: Operand, y: Operand): Tensor {
   // Both operands are checked before either scalar is allocated, so a refused call allocates nothing.
-  if (typeof x !== "number") checkF32(op, x);
-  if (typeof y !== "number") checkF32(op, y);
+  if (typeof x !== "number") checkF32Tensor(op, x);
+  if (typeof y !== "number") checkF32Tensor(op, y);
   const a = asTensor(x);
   const b = asTensor(y);
   const out = binaryKernel(op, kernelCode("binary", op), a, b);
-  if (!shouldRecord(a, b)) {
+  if (!shouldRecordOperands(a, b)) {
     // The common untracked call builds no record parts; scalars made from numbers are freed now.
     if (a !== x) a.dispose();
     if (b !== y) b.dispose();
@@ -169,9 +169,9 @@ const UNARY_SAVES: Record<UnaryName, "output" | "input" | null> = {
 
 /** One unary op of the op table: its kernel through the seam, then its record as the table says. */
 function unary(op: UnaryName, x: Tensor): Tensor {
-  checkF32(op, x);
+  checkF32Tensor(op, x);
   const out = unaryKernel(op, kernelCode("unary", op), x);
-  if (!shouldRecord(x)) return out;
+  if (!shouldRecordOperands(x)) return out;
   const saves = UNARY_SAVES[op];
   return recordOp(op, out, [x], { saved: saves === null ? [] : [saves === "output" ? out : x] });
 }

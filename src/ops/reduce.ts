@@ -8,9 +8,9 @@
 import { DType } from "../core/dtype.ts";
 import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkBoolean, checkOptions, describe } from "../core/options.ts";
-import { computeSettings, kernels } from "../context.ts";
+import { computeSettings, computeSnapshot, kernels } from "../context.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { allocateOutput, type Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { recordOp, shouldRecord } from "../autograd/record.ts";
 import { kernelCode, type ReduceOpName, type SoftmaxOpName } from "../core/op_table.ts";
@@ -42,8 +42,13 @@ const REDUCE_KEYS = ["keepDims"] as const;
 
 /** The reduced axes, normalized, sorted and unique; all axes when `axis` is undefined. */
 export function reducedAxes(op: string, t: Tensor, axis?: number | readonly number[]): number[] {
-  if (axis === undefined) return Array.from({ length: t.rank }, (_, i) => i);
-  if (typeof axis !== "number" && !Array.isArray(axis)) {
+  if (axis === undefined) {
+    const all: number[] = [];
+    for (let i = 0; i < t.rank; i++) all.push(i);
+    return all;
+  }
+  if (typeof axis === "number") return [normalizeAxis(op, axis, t.rank, t.shape)];
+  if (!Array.isArray(axis)) {
     throw new OptionError(op, `axis must be an integer or an array of integers, got ${describe(axis)}`);
   }
   const list = typeof axis === "number" ? [axis] : [...axis];
@@ -69,6 +74,10 @@ export function reducedShape(shape: readonly number[], axes: readonly number[], 
   return result;
 }
 
+/**
+ * One reduction kernel call: the kept axes in order, then the reduced ones, as the iteration order; `x`'s view
+ * is checked (its operand made) before the output is allocated.
+ */
 function reduceKernel(
   op: string,
   kind: ReduceOp,
@@ -77,31 +86,37 @@ function reduceKernel(
   keepDims: boolean,
   dtype: typeof DType.F32 | typeof DType.I64,
 ): Tensor {
-  const kept = Array.from({ length: x.rank }, (_, i) => i).filter((i) => !axes.includes(i));
-  const order = [...kept, ...axes];
-  const shape = order.map((i) => x.shape[i]);
-  const strides = order.map((i) => x.strides[i]);
-  const count = axes.reduce((n, a) => n * x.shape[a], 1);
+  const xShape = x.shape;
+  const xStrides = x.strides;
+  const shape: number[] = [];
+  const strides: number[] = [];
+  for (let i = 0; i < xShape.length; i++) {
+    if (axes.includes(i)) continue;
+    shape.push(xShape[i]);
+    strides.push(xStrides[i]);
+  }
+  let count = 1;
+  for (let k = 0; k < axes.length; k++) {
+    shape.push(xShape[axes[k]]);
+    strides.push(xStrides[axes[k]]);
+    count *= xShape[axes[k]];
+  }
   if (count === 0 && kind !== ReduceOp.Sum && kind !== ReduceOp.Mean && kind !== ReduceOp.Prod) {
-    throw new TensorShapeError(op, `${op} over an empty axis of ${formatShape(x.shape)} has no identity`, [
-      x.shape,
+    throw new TensorShapeError(op, `${op} over an empty axis of ${formatShape(xShape)} has no identity`, [
+      xShape,
     ]);
   }
-  const out = allocate(op, reducedShape(x.shape, axes, keepDims), dtype, false, { scoped: true });
-  // The output's strides over the kept axes, in order.
-  const outStrides: number[] = [];
-  for (let i = 0, j = 0; i < x.rank; i++) {
-    if (!axes.includes(i)) outStrides.push(out.strides[j]);
-    if (!axes.includes(i) || keepDims) j++;
+  const input = x.operand(op, strides);
+  const out = allocateOutput(op, reducedShape(xShape, axes, keepDims), dtype);
+  // The output's strides over the kept axes, in order: its own strides unless reduced axes were kept as 1.
+  let outStrides = out.strides;
+  if (keepDims && axes.length > 0) {
+    const kept: number[] = [];
+    for (let i = 0; i < outStrides.length; i++) if (!axes.includes(i)) kept.push(outStrides[i]);
+    outStrides = kept;
   }
-  kernels().reduce(
-    kind,
-    shape,
-    axes.length,
-    out.operand(op, outStrides),
-    x.operand(op, strides),
-    computeSettings(),
-  );
+  const compute = computeSnapshot();
+  compute.kernels.reduce(kind, shape, axes.length, out.operand(op, outStrides), input, compute);
   return out;
 }
 
