@@ -35,6 +35,7 @@ import type {
   Conv1dOptions,
   Conv2dOptions,
   ConvTranspose2dOptions,
+  CrossEntropyOptions,
   CtcLossOptions,
   DropoutOptions,
   EmbeddingOptions,
@@ -46,6 +47,7 @@ import type {
   LstmOptions,
   LstmResult,
   MaxPool2dResult,
+  NllLossOptions,
   Pool2dOptions,
   ReduceOptions,
   RnnWeights,
@@ -1264,14 +1266,14 @@ export class Tensor {
     return ops.gru(this, weights, options);
   }
 
-  /** `ops.nllLoss(this, targets)`: this holds log-probabilities. */
-  nllLoss(targets: Tensor): Tensor {
-    return ops.nllLoss(this, targets);
+  /** `ops.nllLoss(this, targets, options)`: this holds log-probabilities. */
+  nllLoss(targets: Tensor, options?: NllLossOptions): Tensor {
+    return ops.nllLoss(this, targets, options);
   }
 
-  /** `ops.crossEntropy(this, targets)`: this holds logits. */
-  crossEntropy(targets: Tensor): Tensor {
-    return ops.crossEntropy(this, targets);
+  /** `ops.crossEntropy(this, targets, options)`: this holds logits. */
+  crossEntropy(targets: Tensor, options?: CrossEntropyOptions): Tensor {
+    return ops.crossEntropy(this, targets, options);
   }
 
   /** `ops.mseLoss(this, target, options)`. */
