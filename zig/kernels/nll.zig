@@ -37,6 +37,7 @@ const table = @import("table.zig");
 const math = @import("math.zig");
 const ew = @import("elementwise.zig");
 const Rows = @import("rows.zig").Rows;
+const softmax = @import("softmax.zig");
 
 /// The losses, numbered by the op table (`zig/kernels/ops.zig`, generated from src/core/op_table.ts).
 pub const NllOp = @import("ops.zig").NllOp;
@@ -65,6 +66,11 @@ const lanes = ew.lanes;
 const V = ew.V;
 const V64 = @Vector(lanes, f64);
 const inf32 = std.math.inf(f32);
+const wide = softmax.wide;
+const W = @Vector(wide, f32);
+const W64 = @Vector(wide, f64);
+/// Below this difference from the maximum an f32 exponential is 0 (softmax.expBelow's floor).
+const exp_floor: f32 = -104;
 
 const Phase = enum(i32) { forward = 0, input_grad = 1, target_grad = 2 };
 
@@ -139,8 +145,31 @@ const Problem = struct {
         return @reduce(.Max, acc);
     }
 
+    /// Fast mode's log Σ_c exp(x_c) over a contiguous row: softmax.expBelow's f32 exponentials of x − m,
+    /// summed in f64 lanes; NaN when the maximum is not finite (as the exact definition gives).
+    fn fastLogSumExp(p: *const Problem, base: isize) f64 {
+        const max = p.rowMax(base);
+        if (!std.math.isFinite(max)) return std.math.nan(f64);
+        const x = ew.at([*]const f32, p.x, base);
+        var sums = [2]W64{ @splat(0), @splat(0) };
+        var i: usize = 0;
+        while (i + 2 * wide <= p.classes) : (i += 2 * wide) {
+            inline for (0..2) |u| sums[u] += @as(W64, @floatCast(softmax.expBelow(wide, x[i + u * wide ..][0..wide].*, @splat(max), @splat(exp_floor))));
+        }
+        var tail: V64 = @splat(0);
+        while (i < p.classes) : (i += lanes) {
+            const count = @min(lanes, p.classes - i);
+            // Padding lanes are −∞, raised to the floor, whose exponential is 0.
+            const v: V = if (count == lanes) x[i..][0..lanes].* else ew.gather(f32, x + i, 1, count, -inf32);
+            tail += @as(V64, @floatCast(softmax.expBelow(lanes, v, @splat(max), @splat(exp_floor))));
+        }
+        const s = @reduce(.Add, sums[0] + sums[1]) + @reduce(.Add, tail);
+        return @as(f64, max) + math.log(s);
+    }
+
     /// log Σ_c exp(x_c) as m + log Σ exp(x_c − m).
     fn logSumExp(p: *const Problem, base: isize) f64 {
+        if (!p.exact and p.class_x == 1) return p.fastLogSumExp(base);
         const m: f64 = p.rowMax(base);
         const mv: V64 = @splat(m);
         var s: f64 = 0;
@@ -153,7 +182,8 @@ const Problem = struct {
                 // One element after another: the sum's order is the row's.
                 for (values[0..@min(lanes, p.classes - i)]) |v| s += v;
             } else {
-                // Padding lanes are exp(−∞ − m) = 0 unless m is −∞ or NaN, whose rows are NaN anyway.
+                // A strided row in fast mode: padding lanes are exp(−∞ − m) = 0 unless m is −∞ or NaN,
+                // whose rows are NaN anyway.
                 lane_sums += e;
             }
         }
@@ -237,6 +267,10 @@ const Problem = struct {
             if (p.smoothing > 0) hit *= 1 - p.smoothing;
             coef = if (p.smoothing > 0) hit + share * p.weight_sum else hit;
         }
+        if (!p.exact and p.class_x == 1 and p.class_o == 1 and std.math.isFinite(p.work[j])) {
+            p.fastInputGradRow(o, scale, coef, target, hit);
+            return;
+        }
         const lse: V64 = @splat(p.work[j]);
         var i: usize = 0;
         while (i < p.classes) : (i += lanes) {
@@ -252,6 +286,57 @@ const Problem = struct {
                 }
                 p.store(o, c, scale * d);
             }
+        }
+    }
+
+    /// Fast mode's row of the input's gradient, contiguous x and gradient: p = softmax.expBelow(x − lse_hi)
+    /// in f32 vectors, lse = lse_hi + lse_lo carried as the factor 1 − lse_lo of the softmax term; the target
+    /// element (index targets) is then written again from f64.
+    fn fastInputGradRow(p: *const Problem, o: [5]isize, scale: f64, coef: f64, target: usize, hit: f64) void {
+        const lse = p.work[@intCast(o[4])];
+        const lse_hi: f32 = @floatCast(lse);
+        const lse_lo = lse - @as(f64, lse_hi);
+        const x = ew.at([*]const f32, p.x, o[0]);
+        const out = ew.at([*]f32, p.out, o[2]);
+        const share = p.smoothing / @as(f64, @floatFromInt(p.classes));
+        const soft: f32 = @floatCast(scale * coef * (1 - lse_lo));
+        // The constant part, −s·(ε/C)·w_c (index targets) or −s·w_c·q_c (probabilities), per class.
+        const uniform: f32 = @floatCast(scale * share);
+        const eps: f32 = @floatCast(1 - p.smoothing);
+        const scale32: f32 = @floatCast(scale);
+        var i: usize = 0;
+        while (i < p.classes) {
+            const count = @min(wide, p.classes - i);
+            var xs: [wide]f32 = @splat(-inf32);
+            var wv: [wide]f32 = @splat(1);
+            var y: [wide]f32 = @splat(0);
+            if (count == wide) {
+                xs = x[i..][0..wide].*;
+                if (p.weight) |weights| wv = weights[i..][0..wide].*;
+            } else {
+                @memcpy(xs[0..count], x[i..][0..count]);
+                if (p.weight) |weights| @memcpy(wv[0..count], weights[i..][0..count]);
+            }
+            const e = softmax.expBelow(wide, xs, @splat(lse_hi), @splat(exp_floor));
+            var d = e * @as(W, @splat(soft));
+            if (p.kind == 0) {
+                for (0..count) |k| y[k] = ew.at([*]const f32, @ptrCast(@alignCast(p.target)), o[1] + @as(isize, @intCast(i + k)) * p.class_t)[0];
+                // s·w_c·q_c with q_c = (1 − ε)·y_c + ε/C.
+                d -= @as(W, wv) * (@as(W, y) * @as(W, @splat(scale32 * eps)) + @as(W, @splat(uniform)));
+            } else if (p.smoothing > 0) {
+                d -= @as(W, wv) * @as(W, @splat(uniform));
+            }
+            if (count == wide) {
+                out[i..][0..wide].* = d;
+            } else {
+                const values: [wide]f32 = d;
+                @memcpy(out[i..][0..count], values[0..count]);
+            }
+            i += count;
+        }
+        if (p.kind != 0) {
+            const e = math.exp(@as(f64, x[target]) - lse);
+            p.store(o, target, scale * (e * coef - hit - if (p.smoothing > 0) share * p.w(target) else 0));
         }
     }
 
