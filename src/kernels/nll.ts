@@ -29,12 +29,15 @@ export type NllPhase = (typeof NllPhase)[keyof typeof NllPhase];
 
 /** The geometry and options of one call. */
 export interface NllParams {
+  /** nllLoss or crossEntropy. */
   readonly op: NllOp;
+  /** The loss or one of the gradients. */
   readonly phase: NllPhase;
   /** [rows..., C]: the class axis last. */
   readonly shape: readonly number[];
   /** 0 none, 1 mean, 2 sum. */
   readonly reduction: number;
+  /** The index target that takes no part. */
   readonly ignoreIndex: number;
   /** Whether the target holds probabilities (F32 over the whole shape) rather than class indices. */
   readonly probabilities: boolean;
