@@ -291,7 +291,10 @@ export interface NllLossOptions extends LossOptions {
    * the sum of the weights of the targets that are not ignored (PyTorch's rule). Frozen: it takes no gradient.
    */
   readonly weight?: Tensor;
-  /** Targets equal to this value add nothing to the loss nor to the mean's divisor (PyTorch's `ignore_index`). @default -100 */
+  /**
+   * Targets equal to this value add nothing to the loss nor to the mean's divisor (PyTorch's
+   * `ignore_index`). @default -100
+   */
   readonly ignoreIndex?: number;
 }
 

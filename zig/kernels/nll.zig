@@ -29,8 +29,11 @@
 //! rounded once to f32, so the bits are the same on every ISA and thread count (threads split the rows; each
 //! row is one thread's, and the reduction over rows runs after them on one thread), and equal to the
 //! TypeScript reference (`src/kernels/nll.ts`) within 1 ulp (its `Math.exp`/`Math.log`). Fast mode: the
-//! same steps with the sums over the classes in vector lanes (any order). Index targets are checked before
-//! anything is written: one that is neither ignoreIndex nor in [0, C) makes the call return 1.
+//! sums over the classes in vector lanes (any order), and over a contiguous row softmax's f32 exponentials
+//! (`softmax.expBelow`, x − m as a two-sum) for the log-sum-exp and exp(x − lse_hi)·(1 − lse_lo) for the
+//! gradient; within 1e-5·(1 + |exact|) of the reference (tests/helpers/nll_conformance.ts). Index targets
+//! are checked before anything is written: one that is neither ignoreIndex nor in [0, C) makes the call
+//! return 1.
 const std = @import("std");
 const abi = @import("../abi.zig");
 const table = @import("table.zig");
@@ -191,11 +194,28 @@ const Problem = struct {
         return m + math.log(s);
     }
 
-    /// Σ_c w_c·(lse − x_c), in ascending order in exact mode.
+    /// Σ_c w_c·(lse − x_c) (the smoothing term), in ascending order.
     fn smoothingSum(p: *const Problem, base: isize, lse: f64) f64 {
         var b: f64 = 0;
         for (0..p.classes) |c| b += p.w(c) * (lse - @as(f64, p.xAt(base, c)));
         return b;
+    }
+
+    /// Fast mode's Σ_c w_c·q_c·(lse − x_c), with q_c = 1 (the smoothing term) or the smoothed probability at
+    /// `target_base`, summed in f64 lanes (no chain of dependent additions).
+    fn fastWeightedSum(p: *const Problem, base: isize, target_base: ?isize, lse: f64) f64 {
+        var acc: V64 = @splat(0);
+        var i: usize = 0;
+        while (i < p.classes) : (i += lanes) {
+            const count = @min(lanes, p.classes - i);
+            var wq: [lanes]f64 = @splat(0);
+            for (0..count) |k| wq[k] = p.w(i + k) * if (target_base) |tb| p.probability(tb, i + k) else 1;
+            const term = @as(V64, wq) * (@as(V64, @splat(lse)) - p.piece(base, i));
+            // Padding lanes (x = −∞, weight 0) would give 0·∞.
+            const live = std.simd.iota(u32, lanes) < @as(@Vector(lanes, u32), @splat(@intCast(count)));
+            acc += @select(f64, live, term, @as(V64, @splat(0)));
+        }
+        return @reduce(.Add, acc);
     }
 
     /// The loss of one row, its weight, and (crossEntropy) its log-sum-exp, into work.
@@ -206,7 +226,11 @@ const Problem = struct {
         var lse: f64 = 0;
         if (p.kind == 0) {
             lse = p.logSumExp(o[0]);
-            for (0..p.classes) |c| loss += (p.w(c) * p.probability(o[1], c)) * (lse - @as(f64, p.xAt(o[0], c)));
+            if (p.exact) {
+                for (0..p.classes) |c| loss += (p.w(c) * p.probability(o[1], c)) * (lse - @as(f64, p.xAt(o[0], c)));
+            } else {
+                loss = p.fastWeightedSum(o[0], o[1], lse);
+            }
             weight = 1;
         } else {
             const t = p.classOf(o[1]);
@@ -220,7 +244,8 @@ const Problem = struct {
                     loss = weight * (lse - @as(f64, p.xAt(o[0], tc)));
                     if (p.smoothing > 0) {
                         const share = p.smoothing / @as(f64, @floatFromInt(p.classes));
-                        loss = (1 - p.smoothing) * loss + share * p.smoothingSum(o[0], lse);
+                        const b = if (p.exact) p.smoothingSum(o[0], lse) else p.fastWeightedSum(o[0], null, lse);
+                        loss = (1 - p.smoothing) * loss + share * b;
                     }
                 }
             }
