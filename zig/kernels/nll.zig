@@ -520,3 +520,25 @@ test "crossEntropy: the loss of equal logits is log C and its gradient sums to z
     try testing.expectEqual(@as(f32, @floatCast(0.25 - 0.85)), grad[1]);
     try testing.expectEqual(@as(f32, @floatCast(0.25 - 0.05)), grad[0]);
 }
+
+test "crossEntropy: threads split the rows without changing exact bits; fast mode is within its bound" {
+    const rows = 48;
+    const classes = 300;
+    var x: [rows * classes]f32 = undefined;
+    for (&x, 0..) |*v, i| v.* = @as(f32, @floatFromInt((i * 37) % 101)) * 0.08 - 4;
+    var targets: [rows]i32 = undefined;
+    for (&targets, 0..) |*t, i| t.* = @intCast((i * 53) % classes);
+    const shape = [_]i32{ rows, classes };
+    const strides: []const []const i32 = &.{ &.{ classes, 1 }, &.{ 1, 0 }, &.{ 1, 0 } };
+    var work: [3 * rows + 1]f64 = undefined;
+    var losses: [3][rows]f32 = undefined;
+    for (0..3) |k| {
+        var args = ew.testArgs(&shape, strides, &.{ 0, 0, 0, 0 }, @intFromEnum(NllOp.cross_entropy), if (k == 2) 0 else 1, if (k == 1) 4 else 1);
+        args.ints[2] = -100;
+        args.ints[3] = 4;
+        args.floats[0] = 0.1;
+        try testing.expectEqual(@as(i32, 0), nllF32(&ew.test_runtime, &args, @ptrCast(&x), @ptrCast(&targets), null, @ptrCast(&losses[k]), @ptrCast(&work), null));
+    }
+    try testing.expectEqualSlices(f32, &losses[0], &losses[1]);
+    for (losses[0], losses[2]) |exact, fast| try testing.expect(@abs(fast - exact) <= 1e-5 * (1 + @abs(exact)));
+}
