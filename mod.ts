@@ -37,6 +37,7 @@ export type {
   Conv1dOptions,
   Conv2dOptions,
   ConvTranspose2dOptions,
+  CrossEntropyOptions,
   CtcLossOptions,
   DropoutOptions,
   EmbeddingOptions,
@@ -49,6 +50,7 @@ export type {
   LstmOptions,
   LstmResult,
   MaxPool2dResult,
+  NllLossOptions,
   Pool2dOptions,
   ReduceOptions,
   RnnWeights,
@@ -108,6 +110,8 @@ export type { OptimAlgorithm, OptimizerStep, OptimizerStepKernel } from "./src/k
 export type { IndexKernels } from "./src/kernels/types.ts";
 export type { IndexKernel, IndexOp } from "./src/kernels/indexing.ts";
 export type { CtcKernel, CtcParams } from "./src/kernels/ctc.ts";
+export type { ClassLossKernels } from "./src/kernels/types.ts";
+export type { NllKernel, NllOp, NllParams, NllPhase } from "./src/kernels/nll.ts";
 export type { ConvKernels, ConvWindowParams } from "./src/kernels/conv.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
@@ -115,6 +119,7 @@ export type {
   AttributesOf,
   AutogradNode,
   BackwardRecord,
+  ClassLossAttributes,
   LeafNode,
   NormAttributes,
   OpKind,

@@ -28,6 +28,7 @@ import type {
   Conv1dOptions,
   Conv2dOptions,
   ConvTranspose2dOptions,
+  CrossEntropyOptions,
   CtcLossOptions,
   DropoutOptions,
   EmbeddingOptions,
@@ -39,6 +40,7 @@ import type {
   LstmOptions,
   LstmResult,
   MaxPool2dResult,
+  NllLossOptions,
   Pool2dOptions,
   ReduceOptions,
   RnnWeights,
@@ -1244,14 +1246,14 @@ export class Tensor {
     return ops.gru(this, weights, options);
   }
 
-  /** `ops.nllLoss(this, targets)`: this holds log-probabilities. */
-  nllLoss(targets: Tensor): Tensor {
-    return ops.nllLoss(this, targets);
+  /** `ops.nllLoss(this, targets, options)`: this holds log-probabilities. */
+  nllLoss(targets: Tensor, options?: NllLossOptions): Tensor {
+    return ops.nllLoss(this, targets, options);
   }
 
-  /** `ops.crossEntropy(this, targets)`: this holds logits. */
-  crossEntropy(targets: Tensor): Tensor {
-    return ops.crossEntropy(this, targets);
+  /** `ops.crossEntropy(this, targets, options)`: this holds logits. */
+  crossEntropy(targets: Tensor, options?: CrossEntropyOptions): Tensor {
+    return ops.crossEntropy(this, targets, options);
   }
 
   /** `ops.mseLoss(this, target, options)`. */

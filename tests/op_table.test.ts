@@ -2,6 +2,7 @@
 // kernel codes are dense, every family's native symbol is in the symbol table, and an op defined by a
 // test-only entry gets its autograd behaviour from the entry alone.
 import { IndexOp } from "../src/kernels/indexing.ts";
+import { NllOp } from "../src/kernels/nll.ts";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -30,6 +31,7 @@ test("kernel codes are dense per family, and the TypeScript enums are the table'
     reduce: ReduceOp,
     softmax: SoftmaxOp,
     index: IndexOp,
+    nll: NllOp,
   };
   for (const family of Object.keys(KERNEL_FAMILIES) as KernelFamily[]) {
     const entries = kernelEntries(family);

@@ -226,6 +226,15 @@ export fn zt_ctc_f32(args: *const abi.ArgBlock, log_probs: *const anyopaque, met
     dispatch.active().ctc.ctc_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(log_probs)), @ptrCast(@alignCast(meta)), @ptrCast(@alignCast(out)), @ptrCast(@alignCast(grad)), @ptrCast(@alignCast(work)));
 }
 
+// The class losses: nllLoss and crossEntropy
+
+/// One `NllOp`, forward or backward (zig/kernels/nll.zig documents the argument block): x, target, weight
+/// (null for none), out (the loss, or a gradient), the f64 work, g (backward only). Returns 1, writing
+/// nothing, when an index target is neither ignoreIndex nor a class; otherwise 0.
+export fn zt_nll_f32(args: *const abi.ArgBlock, x: *const anyopaque, target: *const anyopaque, weight: ?*const anyopaque, out: *anyopaque, work: *anyopaque, g: ?*const anyopaque) i32 {
+    return dispatch.active().nll.nll_f32(&ThreadPool.runtime, args, @ptrCast(x), @ptrCast(target), @ptrCast(weight), @ptrCast(out), @ptrCast(work), @ptrCast(g));
+}
+
 // --- benchmark only: the machine's limits, measured by the selected variant (zig/bench.zig) ---
 
 export fn zt_bench_fma_f32(iterations: u32) f64 {

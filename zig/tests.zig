@@ -18,6 +18,7 @@ comptime {
     _ = @import("kernels/conv.zig");
     _ = @import("kernels/optim.zig");
     _ = @import("kernels/index.zig");
+    _ = @import("kernels/nll.zig");
     _ = @import("kernels/ctc.zig");
     _ = @import("bench.zig");
     // data movement

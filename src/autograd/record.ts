@@ -92,6 +92,18 @@ export interface NormAttributes {
   readonly eps: number;
 }
 
+/** The options a class loss (nllLoss, crossEntropy) records, as its kernel takes them. */
+export interface ClassLossAttributes {
+  /** 0 none, 1 mean, 2 sum. */
+  readonly reduction: number;
+  /** The target value that takes no part. */
+  readonly ignoreIndex: number;
+  /** ε (0 for nllLoss). */
+  readonly labelSmoothing: number;
+  /** Whether the target holds probabilities (then it is input 1, and may take a gradient). */
+  readonly probabilities: boolean;
+}
+
 /**
  * The named attributes each record kind keeps of how its op was called (spec 000 §8 says which tensors are
  * saved; these are the rest). Kinds not listed keep none.
@@ -142,8 +154,10 @@ export interface RecordAttributes {
   AvgPool2d: WindowAttributes & { readonly extra?: readonly [number, number] };
   /** A max pooling window. */
   MaxPool2d: WindowAttributes;
-  /** The ignored class of a negative log-likelihood loss. */
-  NllLoss: { readonly ignoreIndex: number };
+  /** A negative log-likelihood loss: its options (`ClassLossAttributes`). */
+  NllLoss: ClassLossAttributes;
+  /** A cross-entropy loss: its options (`ClassLossAttributes`). */
+  CrossEntropy: ClassLossAttributes;
   /** The padding index of an embedding (−1 for none). */
   Embedding: { readonly paddingIdx: number };
   /** A CTC loss: its reduction (the saved gradient already holds each sequence's factor). */

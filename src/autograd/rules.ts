@@ -18,6 +18,7 @@ import { cast, copyInto } from "../ops/copy.ts";
 import { exp } from "../ops/elementwise.ts";
 import { conv2d, fold, unfold, type WindowGeometry } from "../ops/conv.ts";
 import { ctcLossBackward } from "../ops/sequence.ts";
+import { classLossBackward } from "../ops/losses.ts";
 import { maxPool2dBackward } from "../ops/pool.ts";
 import { embeddingBackward } from "../ops/nn.ts";
 import type { BackwardRecord, OpKind } from "./record.ts";
@@ -224,7 +225,11 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     return [sub(g, mul(exp(y), sum(g, r.attrs.axis, { keepDims: true })))];
   },
   // −g/N at each row's target.
-  NllLoss: (r, g) => [nllBackward(r, g)],
+  // Both from the saved target, weight and work (each row's log-sum-exp, the mean's divisor), one kernel call
+  // per gradient: nllLoss −g·w_t at each target; crossEntropy g·(softmax·Σ_c w_c·q_c − w·q) per row (q the
+  // target distribution: one-hot or probabilities, smoothed), and for probability targets (1 − ε)·g·w·(lse − x).
+  NllLoss: (r, g) => classLossBackward(r, g),
+  CrossEntropy: (r, g) => classLossBackward(r, g),
   // Each input's gradient is its slice of g along the axis (attributes: the axis and each input's extent).
   Concat: (r, g) => {
     const { axis, sizes } = r.attrs;
@@ -488,16 +493,6 @@ function convTranspose2dBackward(r: BackwardRecord<"ConvTranspose2d">, g: Tensor
   }
   if (r.inputs.length === 2) return [dx, dWeight];
   return [dx, dWeight, r.needsGrad(2) ? sum(g, [0, 2, 3]) : null];
-}
-
-function nllBackward(r: BackwardRecord, g: Tensor): Tensor {
-  const [rows, classes] = r.inputShape(0);
-  const targets = Array.from(r.savedTensor(0).toArray() as ArrayLike<number | bigint>, Number);
-  const grad = allocate("backward", [rows, classes], DType.F32, true, { scoped: true });
-  const out = grad.data() as Float32Array;
-  const scale = -(g.item() as number) / rows;
-  targets.forEach((t, i) => (out[i * classes + t] = scale));
-  return grad;
 }
 
 /** The rule of `record`, with a check that each gradient has its input's shape. */

@@ -37,6 +37,7 @@ export const KERNEL_FAMILIES = {
   reduce: { symbol: "zt_reduce_f32", zigEnum: "ReduceOp" },
   softmax: { symbol: "zt_softmax_f32", zigEnum: "SoftmaxOp" },
   index: { symbol: "zt_index_f32", zigEnum: "IndexOp" },
+  nll: { symbol: "zt_nll_f32", zigEnum: "NllOp" },
 } as const;
 
 /** A kernel family of the seam. */
@@ -164,8 +165,9 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   batchNorm: { dtypes: "f32", grad: { record: "BatchNorm" } },
   concat: { dtypes: "f32", grad: { record: "Concat" } },
   embedding: { dtypes: "f32", grad: { record: "Embedding" } },
-  nllLoss: { dtypes: "f32", grad: { record: "NllLoss" } },
-  crossEntropy: { dtypes: "f32", grad: "composed" },
+  // The class losses (src/ops/losses.ts): one fused native kernel each, forward and backward.
+  nllLoss: { kernel: k("nll", "NllLoss", 0), dtypes: "f32", grad: { record: "NllLoss" } },
+  crossEntropy: { kernel: k("nll", "CrossEntropy", 1), dtypes: "f32", grad: { record: "CrossEntropy" } },
   attention: { dtypes: "f32", grad: "composed" },
   lstm: { dtypes: "f32", grad: "composed" },
   gru: { dtypes: "f32", grad: "composed" },

@@ -160,6 +160,7 @@ export type RecordKind =
   | "Concat"
   | "Embedding"
   | "NllLoss"
+  | "CrossEntropy"
   | "CtcLoss"
   | "Reshape"
   | "Permute"
@@ -323,6 +324,11 @@ export type IndexOpName =
   | "scatterAdd"
   | "cumsum";
 
+/** The operators whose kernel is in the `nll` family (their names in `ops`). */
+export type NllOpName =
+  | "nllLoss"
+  | "crossEntropy";
+
 /** Each kernel family's operator names. */
 export interface KernelOpNames {
   /** The `binary` family's operators. */
@@ -335,6 +341,8 @@ export interface KernelOpNames {
   readonly softmax: SoftmaxOpName;
   /** The `index` family's operators. */
   readonly index: IndexOpName;
+  /** The `nll` family's operators. */
+  readonly nll: NllOpName;
 }
 
 /** The kernel names of each family mapped to their codes. */
@@ -399,5 +407,10 @@ export interface KernelCodes {
     readonly Gather: 0;
     readonly ScatterAdd: 1;
     readonly CumSum: 2;
+  };
+  /** The nll kernels by name, with their codes. */
+  readonly nll: {
+    readonly NllLoss: 0;
+    readonly CrossEntropy: 1;
   };
 }

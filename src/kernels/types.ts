@@ -13,6 +13,7 @@ import type { DType, TypedArray } from "../core/dtype.ts";
 import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table.ts";
 import type { OptimizerStepKernel } from "./optim.ts";
 import type { CtcKernel } from "./ctc.ts";
+import type { NllKernel } from "./nll.ts";
 import type { ConvKernels } from "./conv.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
@@ -273,7 +274,16 @@ export interface SequenceKernels {
   readonly ctc: CtcKernel;
 }
 
-/** A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence and convolution kernels. */
+/** The class-loss kernel: nllLoss and crossEntropy, forward and backward (src/kernels/nll.ts). */
+export interface ClassLossKernels {
+  /** One loss or gradient; false when an index target is out of range (nothing written). */
+  readonly nll: NllKernel;
+}
+
+/**
+ * A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence, class-loss and
+ * convolution kernels.
+ */
 export type KernelSet =
   & TensorKernels
   & MovementKernels
@@ -282,4 +292,5 @@ export type KernelSet =
   & ScatterKernels
   & IndexKernels
   & SequenceKernels
+  & ClassLossKernels
   & ConvKernels;

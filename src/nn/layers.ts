@@ -688,20 +688,3 @@ export class AvgPool2d extends Module {
     return ops.avgPool2d(x, { kernel: this.kernelSize, ...this.options });
   }
 }
-
-/**
- * Cross-entropy of logits [N, C] against class indices [N] (`ops.crossEntropy`, the batch mean).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { nn, Tensor } from "@zigtensor/zigtensor";
- * using loss = new nn.CrossEntropyLoss().forward(Tensor.zeros([2, 4]), Tensor.from(new Int32Array([1, 3])));
- * assert.ok(Math.abs((loss.item() as number) - Math.log(4)) < 1e-6);
- * ```
- */
-export class CrossEntropyLoss extends Module<[Tensor, Tensor]> {
-  forward(logits: Tensor, targets: Tensor): Tensor {
-    return ops.crossEntropy(logits, targets);
-  }
-}

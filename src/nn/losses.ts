@@ -1,14 +1,89 @@
 /**
- * The loss modules over `ops`' regression and probability losses (`src/ops/losses.ts`): MSELoss, L1Loss,
- * SmoothL1Loss, BCELoss, BCEWithLogitsLoss and KLDivLoss. A weight given to BCELoss or BCEWithLogitsLoss is
- * copied into a buffer named as PyTorch names it (`weight`, `pos_weight`), so state dicts match.
+ * The loss modules over `ops`' losses (`src/ops/losses.ts`): CrossEntropyLoss, NLLLoss, MSELoss, L1Loss,
+ * SmoothL1Loss, BCELoss, BCEWithLogitsLoss and KLDivLoss. A weight given to a loss is copied into a buffer
+ * named as PyTorch names it (`weight`, `pos_weight`), so state dicts match.
  *
  * @module
  */
 import type { Tensor } from "../tensor.ts";
 import * as ops from "../ops/mod.ts";
-import type { KlDivOptions, LossOptions, LossReduction } from "../ops/losses.ts";
+import type {
+  CrossEntropyOptions,
+  KlDivOptions,
+  LossOptions,
+  LossReduction,
+  NllLossOptions,
+} from "../ops/losses.ts";
 import { Module } from "./module.ts";
+
+/**
+ * Cross-entropy of logits against class indices or probabilities (`ops.crossEntropy`, with its options); a
+ * `weight` is copied into buffer `weight`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nn, Tensor } from "@zigtensor/zigtensor";
+ * using loss = new nn.CrossEntropyLoss().forward(Tensor.zeros([2, 4]), Tensor.from(new Int32Array([1, 3])));
+ * assert.ok(Math.abs((loss.item() as number) - Math.log(4)) < 1e-6);
+ * const smoothed = new nn.CrossEntropyLoss({ weight: Tensor.from([1, 2, 1, 1]), labelSmoothing: 0.1 });
+ * assert.deepEqual(smoothed.weight?.shape, [4]);
+ * ```
+ */
+export class CrossEntropyLoss extends Module<[Tensor, Tensor]> {
+  /** The class weight, or null. */
+  readonly weight: Tensor | null;
+  /** The other options, as `ops.crossEntropy` takes them. */
+  readonly options: Omit<CrossEntropyOptions, "weight">;
+
+  constructor(options: CrossEntropyOptions = {}) {
+    super();
+    const { weight, ...rest } = options;
+    this.weight = weight === undefined ? null : this.buffer("weight", weight.clone());
+    this.options = rest;
+  }
+
+  forward(input: Tensor, target: Tensor): Tensor {
+    return ops.crossEntropy(input, target, {
+      ...this.options,
+      ...(this.weight === null ? {} : { weight: this.weight }),
+    });
+  }
+}
+
+/**
+ * The negative log-likelihood of log-probabilities against class indices (`ops.nllLoss`, with its options);
+ * a `weight` is copied into buffer `weight`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DType, nn, Tensor } from "@zigtensor/zigtensor";
+ * const loss = new nn.NLLLoss({ reduction: "sum", ignoreIndex: 0 });
+ * using value = loss.forward(Tensor.from([[-1, -2], [-3, -4]]), Tensor.from([1, 0], [2], { dtype: DType.I64 }));
+ * assert.equal(value.item(), 2);
+ * ```
+ */
+export class NLLLoss extends Module<[Tensor, Tensor]> {
+  /** The class weight, or null. */
+  readonly weight: Tensor | null;
+  /** The other options, as `ops.nllLoss` takes them. */
+  readonly options: Omit<NllLossOptions, "weight">;
+
+  constructor(options: NllLossOptions = {}) {
+    super();
+    const { weight, ...rest } = options;
+    this.weight = weight === undefined ? null : this.buffer("weight", weight.clone());
+    this.options = rest;
+  }
+
+  forward(input: Tensor, target: Tensor): Tensor {
+    return ops.nllLoss(input, target, {
+      ...this.options,
+      ...(this.weight === null ? {} : { weight: this.weight }),
+    });
+  }
+}
 
 /**
  * The mean squared error (`ops.mseLoss`).

@@ -14,7 +14,6 @@ export {
   Conv1d,
   Conv2d,
   ConvTranspose2d,
-  CrossEntropyLoss,
   Dropout,
   Embedding,
   Flatten,
@@ -31,7 +30,16 @@ export {
   Tanh,
 } from "./layers.ts";
 export type { BatchNormOptions, ConvOptions, ConvTransposeOptions } from "./layers.ts";
-export { BCELoss, BCEWithLogitsLoss, KLDivLoss, L1Loss, MSELoss, SmoothL1Loss } from "./losses.ts";
+export {
+  BCELoss,
+  BCEWithLogitsLoss,
+  CrossEntropyLoss,
+  KLDivLoss,
+  L1Loss,
+  MSELoss,
+  NLLLoss,
+  SmoothL1Loss,
+} from "./losses.ts";
 export { GRU, LSTM } from "./recurrent.ts";
 export type { RecurrentOptions } from "./recurrent.ts";
 export { MultiheadAttention, TransformerEncoderLayer } from "./transformer.ts";

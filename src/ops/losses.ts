@@ -1,20 +1,27 @@
 /**
- * Regression and probability losses with PyTorch's semantics: `mseLoss`, `l1Loss`, `smoothL1Loss`,
- * `binaryCrossEntropy`, `binaryCrossEntropyWithLogits` and `klDiv`. Each is a composition of differentiable
- * element-wise ops and one reduction, so its gradients come from their rules (every tie and kink gets PyTorch's
- * subgradient, noted per loss). Without a record the intermediates are freed by a scope.
+ * Losses with PyTorch's semantics. The classification losses `nllLoss` and `crossEntropy` are one fused native
+ * kernel each (`src/kernels/nll.ts`), forward and backward. The regression and probability losses `mseLoss`,
+ * `l1Loss`, `smoothL1Loss`, `binaryCrossEntropy`, `binaryCrossEntropyWithLogits` and `klDiv` are each a
+ * composition of differentiable element-wise ops and one reduction, so their gradients come from those ops'
+ * rules (every tie and kink gets PyTorch's subgradient, noted per loss); without a record their
+ * intermediates are freed by a scope.
  *
  * @module
  */
-import { OptionError, TensorShapeError } from "../core/errors.ts";
+import { BackwardNotImplementedError, DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkBoolean, checkOptions, describe } from "../core/options.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
-import type { Tensor } from "../tensor.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
+import { allocate, type Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
-import { shouldRecord } from "../autograd/record.ts";
+import { computeSettings, GradMode, kernels } from "../context.ts";
+import { type BackwardRecord, recordOp, shouldRecord } from "../autograd/record.ts";
+import { NllOp, type NllParams, NllPhase, nllWorkspace } from "../kernels/nll.ts";
+import type { KernelOperand } from "../kernels/types.ts";
 import { abs, add, div, exp, log, maximum, minimum, mul, sub } from "./elementwise.ts";
 import { mean, sum } from "./reduce.ts";
-import { checkF32 } from "./common.ts";
+import { contiguous } from "./copy.ts";
+import { checkF32, checkTensor, newOutput } from "./common.ts";
 
 /** How a loss reduces its element-wise values: their mean, their sum, or none (the element-wise tensor). */
 export type LossReduction = "mean" | "sum" | "none";
@@ -275,4 +282,289 @@ export function klDiv(input: Tensor, target: Tensor, options?: KlDivOptions): Te
     if (logTarget) return mul(exp(target), sub(target, input));
     return sub(mul(target, log(maximum(target, 2 ** -126))), mul(target, input));
   }, batch);
+}
+
+/** Options of `nllLoss`. */
+export interface NllLossOptions extends LossOptions {
+  /**
+   * A weight per class, F32 [C]: each target's loss is scaled by its class's weight, and the mean divides by
+   * the sum of the weights of the targets that are not ignored (PyTorch's rule). Frozen: it takes no gradient.
+   */
+  readonly weight?: Tensor;
+  /**
+   * Targets equal to this value add nothing to the loss nor to the mean's divisor (PyTorch's
+   * `ignore_index`). @default -100
+   */
+  readonly ignoreIndex?: number;
+}
+
+/** Options of `crossEntropy`. */
+export interface CrossEntropyOptions extends NllLossOptions {
+  /**
+   * ε in [0, 1]: the target becomes a mix of itself (1 − ε) and the uniform distribution over the C classes
+   * (ε/C each), PyTorch's `label_smoothing`. @default 0
+   */
+  readonly labelSmoothing?: number;
+}
+
+const REDUCTION_CODES: Readonly<Record<string, number>> = { none: 0, mean: 1, sum: 2 };
+
+/** The checked geometry and options of a class loss. */
+interface ClassLoss {
+  readonly params: NllParams;
+  /** The rows' shape: the input's without the class axis (PyTorch's output shape for reduction none). */
+  readonly rows: readonly number[];
+  readonly weight: Tensor | undefined;
+  readonly reduction: LossReduction;
+}
+
+/** Strides over [rows..., C] of a tensor laid out as the input ([N, C, d...], or [C]). */
+function classLast(strides: readonly number[]): number[] {
+  return strides.length < 2 ? [...strides] : [strides[0], ...strides.slice(2), strides[1]];
+}
+
+function checkClassLoss(
+  op: "nllLoss" | "crossEntropy",
+  input: Tensor,
+  target: Tensor,
+  options: CrossEntropyOptions,
+): ClassLoss {
+  checkF32(op, input);
+  checkTensor(op, "the target", target);
+  const reduction = checkReduction(op, options.reduction) as LossReduction;
+  if (input.rank < 1) {
+    throw new TensorShapeError(op, `the input must be [C], [N, C] or [N, C, d1, ...], got a scalar`, [
+      input.shape,
+    ]);
+  }
+  const axis = input.rank === 1 ? 0 : 1;
+  const classes = input.shape[axis];
+  const rows = input.shape.filter((_, d) => d !== axis);
+  const info = dtypeInfo(target.dtype);
+  const probabilities = op === "crossEntropy" && target.dtype === DType.F32 && target.blockSize === 0;
+  const wanted = probabilities ? input.shape : rows;
+  if (!probabilities && target.dtype !== DType.I64 && target.dtype !== DType.I32) {
+    throw new DTypeError(
+      op,
+      `the target must hold class indices (I64 or I32)${
+        op === "crossEntropy" ? " or probabilities (F32, the input's shape)" : ""
+      }, got ${info.name}`,
+    );
+  }
+  if (target.rank !== wanted.length || target.shape.some((e, d) => e !== wanted[d])) {
+    throw new TensorShapeError(
+      op,
+      `the target must have shape ${formatShape(wanted)} for the input ${formatShape(input.shape)} (${
+        probabilities ? "probabilities: the input's shape" : "class indices: the input's without axis " + axis
+      }), got ${formatShape(target.shape)}`,
+      [input.shape, target.shape],
+    );
+  }
+  const weight = options.weight;
+  if (weight !== undefined) {
+    checkTensor(op, "weight", weight);
+    checkF32(op, weight);
+    if (weight.rank !== 1 || weight.shape[0] !== classes) {
+      throw new TensorShapeError(
+        op,
+        `weight must be [C] = [${classes}] for the input ${formatShape(input.shape)}, got ${
+          formatShape(weight.shape)
+        }`,
+        [input.shape, weight.shape],
+      );
+    }
+    if (shouldRecord(weight)) throw new BackwardNotImplementedError(`${op} (the gradient of weight)`);
+  }
+  const ignoreIndex = options.ignoreIndex ?? -100;
+  if (!Number.isInteger(ignoreIndex) || ignoreIndex < -(2 ** 31) || ignoreIndex >= 2 ** 31) {
+    throw new OptionError(op, `ignoreIndex must be a 32-bit integer, got ${describe(options.ignoreIndex)}`);
+  }
+  const labelSmoothing = options.labelSmoothing ?? 0;
+  if (typeof labelSmoothing !== "number" || !(labelSmoothing >= 0 && labelSmoothing <= 1)) {
+    throw new OptionError(
+      op,
+      `labelSmoothing must be a number in [0, 1], got ${describe(options.labelSmoothing)}`,
+    );
+  }
+  const params: NllParams = {
+    op: op === "nllLoss" ? NllOp.NllLoss : NllOp.CrossEntropy,
+    phase: NllPhase.Forward,
+    shape: [...rows, classes],
+    reduction: REDUCTION_CODES[reduction],
+    ignoreIndex,
+    probabilities,
+    labelSmoothing,
+  };
+  return { params, rows, weight, reduction };
+}
+
+/** Throws the error of the first index target that is neither ignoreIndex nor a class. */
+function targetOutOfRange(op: string, target: Tensor, classes: number, ignoreIndex: number): never {
+  const values = Array.from(target.toArray() as ArrayLike<number | bigint>, Number);
+  const flat = values.findIndex((t) => t !== ignoreIndex && (t < 0 || t >= classes));
+  const position = target.shape.map((_, d) => {
+    const inner = target.shape.slice(d + 1).reduce((a, b) => a * b, 1);
+    return Math.floor(flat / inner) % target.shape[d];
+  });
+  throw new TensorShapeError(
+    op,
+    `target ${values[flat]} at position ${formatShape(position)} is not a class index in [0, ${classes}) ` +
+      `nor ignoreIndex ${ignoreIndex}`,
+    [target.shape],
+  );
+}
+
+/** The weight as a contiguous operand (a copy when it is a strided view), or null. */
+function weightOperand<T>(op: string, weight: Tensor | undefined, run: (w: KernelOperand | null) => T): T {
+  if (weight === undefined) return run(null);
+  const dense = weight.isContiguous ? weight : GradMode.noGrad(() => contiguous(weight));
+  try {
+    return run(dense.operand(op, [1]));
+  } finally {
+    if (dense !== weight) dense.dispose();
+  }
+}
+
+/** One forward call of the class-loss kernel, and its record. */
+function classLoss(
+  op: "nllLoss" | "crossEntropy",
+  input: Tensor,
+  target: Tensor,
+  options: CrossEntropyOptions | undefined,
+): Tensor {
+  const accepted = ["reduction", "weight", "ignoreIndex"];
+  options = checkOptions(op, options, op === "crossEntropy" ? [...accepted, "labelSmoothing"] : accepted);
+  const loss = checkClassLoss(op, input, target, options);
+  const { params, rows } = loss;
+  const rowCount = rows.reduce((a, b) => a * b, 1);
+  const out = newOutput(op, loss.reduction === "none" ? rows : []);
+  const work = allocate(op, [nllWorkspace(rowCount)], DType.F64, false, { scoped: true });
+  const targetStrides = params.probabilities ? classLast(target.strides) : [...target.strides, 0];
+  const outStrides = loss.reduction === "none" ? [...out.strides, 0] : params.shape.map(() => 0);
+  const ok = weightOperand(op, loss.weight, (weight) =>
+    kernels().nll(
+      params,
+      input.operand(op, classLast(input.strides)),
+      target.operand(op, targetStrides),
+      weight,
+      out.operand(op, outStrides),
+      work.operand(op, [1]),
+      null,
+      computeSettings(),
+    ));
+  if (!ok) {
+    out.dispose();
+    work.dispose();
+    targetOutOfRange(op, target, params.shape[params.shape.length - 1], params.ignoreIndex);
+  }
+  const inputs = params.probabilities ? [input, target] : [input];
+  return recordOp(op, out, inputs, {
+    saved: [op === "crossEntropy" ? input : null, target, loss.weight ?? null, work],
+    owned: [work],
+    attrs: {
+      reduction: params.reduction,
+      ignoreIndex: params.ignoreIndex,
+      labelSmoothing: params.labelSmoothing,
+      probabilities: params.probabilities,
+    },
+  });
+}
+
+/**
+ * The gradients of a NllLoss or CrossEntropy record: the input's (and a probability target's) from the
+ * saved input, target, weight and work (each row's log-sum-exp and the mean's divisor), one kernel call each.
+ */
+export function classLossBackward(
+  r: BackwardRecord<"NllLoss" | "CrossEntropy">,
+  g: Tensor,
+): (Tensor | null)[] {
+  const op = "backward";
+  const shape = r.inputShape(0);
+  const base: NllParams = {
+    op: r.op === "NllLoss" ? NllOp.NllLoss : NllOp.CrossEntropy,
+    phase: NllPhase.InputGrad,
+    shape: classLast(shape),
+    reduction: r.attrs.reduction,
+    ignoreIndex: r.attrs.ignoreIndex,
+    probabilities: r.attrs.probabilities,
+    labelSmoothing: r.attrs.labelSmoothing,
+  };
+  const target = r.savedTensor(1);
+  const weight = r.saved[2] === null ? undefined : r.savedTensor(2);
+  const work = r.savedTensor(3);
+  const gStrides = r.attrs.reduction === 0 ? [...g.strides, 0] : base.shape.map(() => 0);
+  const targetStrides = base.probabilities ? classLast(target.strides) : [...target.strides, 0];
+  const gradient = (phase: NllPhase) => {
+    const grad = allocate(op, shape, DType.F32, false, { scoped: true });
+    const x = r.op === "CrossEntropy" ? r.savedTensor(0) : grad;
+    weightOperand(op, weight, (w) =>
+      kernels().nll(
+        { ...base, phase },
+        x.operand(op, classLast(x.strides)),
+        target.operand(op, targetStrides),
+        w,
+        grad.operand(op, classLast(grad.strides)),
+        work.operand(op, [1]),
+        g.operand(op, gStrides),
+        computeSettings(),
+      ));
+    return grad;
+  };
+  const dx = r.needsGrad(0) ? gradient(NllPhase.InputGrad) : null;
+  if (r.inputs.length === 1) return [dx];
+  return [dx, r.needsGrad(1) ? gradient(NllPhase.TargetGrad) : null];
+}
+
+/**
+ * The negative log-likelihood loss of PyTorch's `nll_loss`: `input` holds log-probabilities [N, C] (or [C]
+ * unbatched, or [N, C, d1, ...]), `target` class indices (I64 or I32) of the input's shape without the class
+ * axis. Each loss is `−weight[t]·input[n, t]`, 0 where `t` is `ignoreIndex`; "mean" divides their sum by the
+ * sum of the weights of the targets not ignored (NaN when all are). One native kernel call, which checks
+ * every target first: one that is neither `ignoreIndex` nor in [0, C) is a `TensorShapeError` naming it, its
+ * position and C. Records NllLoss (saved: target, weight, the kernel's work); the gradient is
+ * `−g·weight[t]` (over the divisor for "mean") at each target.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
+ * using logProbs = Tensor.from([[-1, -2, -3], [-4, -5, -6]]);
+ * using targets = Tensor.from([2, 0], [2], { dtype: DType.I64 });
+ * using loss = ops.nllLoss(logProbs, targets);
+ * assert.equal(loss.item(), 3.5);
+ * using weighted = ops.nllLoss(logProbs, targets, { weight: Tensor.from([1, 1, 3]), reduction: "sum" });
+ * assert.equal(weighted.item(), 13);
+ * ```
+ */
+export function nllLoss(input: Tensor, target: Tensor, options?: NllLossOptions): Tensor {
+  return classLoss("nllLoss", input, target, options);
+}
+
+/**
+ * Cross-entropy of logits with PyTorch's `cross_entropy`: `input` [N, C] (or [C], or [N, C, d1, ...]), and a
+ * `target` of class indices (I64 or I32, the input's shape without the class axis) or of class
+ * probabilities (F32, the input's shape). With indices, each loss is
+ * `(1 − ε)·w[t]·(lse − x_t) + (ε/C)·Σ_c w[c]·(lse − x_c)` (lse = log Σ exp x over the classes, ε =
+ * `labelSmoothing`), 0 for an ignored target, and "mean" divides by the sum of `w[t]` over the targets not
+ * ignored; with probabilities y, each is `Σ_c w[c]·q_c·(lse − x_c)` with `q = (1 − ε)·y + ε/C`, and "mean"
+ * divides by the number of rows. One fused native kernel call (log-softmax, pick, weight, smoothing and
+ * reduction; it keeps each row's log-sum-exp for the backward, not the softmax); the gradient is one more
+ * call, `g·(softmax·Σ_c w_c·q_c − w·q)` per row (q the target distribution), and for probability targets
+ * also their own gradient `g·(1 − ε)·w·(lse − x)`. Records CrossEntropy (saved: input, target, weight,
+ * work).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
+ * using logits = Tensor.from([[0, 0], [0, 0]]);
+ * using targets = Tensor.from([0, 1], [2], { dtype: DType.I32 });
+ * using loss = ops.crossEntropy(logits, targets);
+ * assert.ok(Math.abs((loss.item() as number) - Math.LN2) < 1e-6);
+ * using soft = ops.crossEntropy(logits, Tensor.from([[0.5, 0.5], [1, 0]]), { labelSmoothing: 0.1 });
+ * assert.ok(Math.abs((soft.item() as number) - Math.LN2) < 1e-6);
+ * ```
+ */
+export function crossEntropy(input: Tensor, target: Tensor, options?: CrossEntropyOptions): Tensor {
+  return classLoss("crossEntropy", input, target, options);
 }

@@ -27,7 +27,7 @@ export {
 export { chunk, split } from "./views.ts";
 export type { PadOptions, TriangleOptions, ValuesAndIndices } from "./indexing.ts";
 export { linear, matmul } from "./linalg.ts";
-export { attention, concat, crossEntropy, embedding, nllLoss } from "./nn.ts";
+export { attention, concat, embedding } from "./nn.ts";
 export type { AttentionOptions, EmbeddingOptions } from "./nn.ts";
 export { conv1d, conv2d, convTranspose2d } from "./conv.ts";
 export type { Conv1dOptions, Conv2dOptions, ConvTranspose2dOptions } from "./conv.ts";
@@ -36,17 +36,21 @@ export type { AvgPool2dOptions, MaxPool2dResult, Pool2dOptions } from "./pool.ts
 export {
   binaryCrossEntropy,
   binaryCrossEntropyWithLogits,
+  crossEntropy,
   klDiv,
   l1Loss,
   mseLoss,
+  nllLoss,
   smoothL1Loss,
 } from "./losses.ts";
 export type {
   BinaryCrossEntropyOptions,
   BinaryCrossEntropyWithLogitsOptions,
+  CrossEntropyOptions,
   KlDivOptions,
   LossOptions,
   LossReduction,
+  NllLossOptions,
   SmoothL1LossOptions,
 } from "./losses.ts";
 export { dropout } from "./dropout.ts";

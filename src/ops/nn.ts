@@ -1,6 +1,6 @@
 /**
- * Neural-network operators: the classification losses, concatenation, embedding lookup and
- * scaled dot-product attention.
+ * Neural-network operators: concatenation, embedding lookup and scaled dot-product attention (the
+ * classification losses are in `losses.ts`).
  *
  * @module
  */
@@ -15,74 +15,13 @@ import { record, shouldRecord } from "../autograd/record.ts";
 import { abs, add, div, gt, le, maximum, mul, pow, sub } from "./elementwise.ts";
 import { checkF32, checkTensor, newOutput } from "./common.ts";
 import { matmul } from "./linalg.ts";
-import { logSoftmax, max, softmax, sum } from "./reduce.ts";
+import { max, softmax, sum } from "./reduce.ts";
 import { expand, reshape, slice, transpose, unsqueeze, viewOf } from "./views.ts";
 import { scatterAdd } from "./indexing.ts";
 import { IndexOp } from "../kernels/indexing.ts";
 import { dropout } from "./dropout.ts";
 import type { Seed } from "../core/random.ts";
 import { cast, contiguous, copyElements, copyInto } from "./copy.ts";
-
-/** The class of each row as integers, checked against the class count. */
-function targetIndices(op: string, targets: Tensor, rows: number, classes: number): number[] {
-  const info = dtypeInfo(targets.dtype);
-  if (info.isFloat || info.name === "Bool") {
-    throw new DTypeError(op, `targets must be an integer tensor of class indices, got ${info.name}`);
-  }
-  if (targets.rank !== 1 || targets.shape[0] !== rows) {
-    throw new TensorShapeError(op, `targets must have shape [${rows}], got ${formatShape(targets.shape)}`, [
-      targets.shape,
-    ]);
-  }
-  const values = Array.from(targets.toArray() as ArrayLike<number | bigint>, Number);
-  values.forEach((t, i) => {
-    if (!Number.isInteger(t) || t < 0 || t >= classes) {
-      throw new TensorShapeError(op, `target ${t} at row ${i} is not a class index in 0 to ${classes - 1}`, [
-        targets.shape,
-      ]);
-    }
-  });
-  return values;
-}
-
-/**
- * The negative log-likelihood: −mean over rows of `logProbs[i, targets[i]]`, for [N, C] log-probabilities and
- * [N] integer targets. Saves the targets; the gradient is −1/N at each row's target.
- */
-export function nllLoss(logProbs: Tensor, targets: Tensor): Tensor {
-  const op = "nllLoss";
-  checkF32(op, logProbs);
-  if (logProbs.rank !== 2) {
-    throw new TensorShapeError(op, `log-probabilities must be [N, C], got ${formatShape(logProbs.shape)}`, [
-      logProbs.shape,
-    ]);
-  }
-  const [rows, classes] = logProbs.shape;
-  const picks = targetIndices(op, targets, rows, classes);
-  let total = 0;
-  picks.forEach((t, i) => (total += logProbs.get(i, t) as number));
-  const loss = newOutput(op, []);
-  (loss.data() as Float32Array)[0] = rows === 0 ? NaN : -total / rows;
-  if (!shouldRecord(logProbs)) return loss;
-  return record(loss, "NllLoss", [logProbs], { saved: [targets], attrs: { ignoreIndex: -1 } });
-}
-
-/**
- * Cross-entropy of [N, C] logits against [N] integer class targets: `nllLoss(logSoftmax(logits), targets)`.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
- * using logits = Tensor.from([[0, 0], [0, 0]]);
- * using targets = Tensor.from([0, 1], [2], { dtype: DType.I32 });
- * using loss = ops.crossEntropy(logits, targets);
- * assert.ok(Math.abs((loss.item() as number) - Math.LN2) < 1e-6);
- * ```
- */
-export function crossEntropy(logits: Tensor, targets: Tensor): Tensor {
-  return nllLoss(logSoftmax(logits, -1), targets);
-}
 
 /** Plain tensors of one dtype that the copy kernel can move (not quantized, not blocked). */
 function checkConcatInputs(op: string, tensors: readonly Tensor[]): void {

@@ -386,11 +386,24 @@ const CALLS: Record<string, Call> = {
       r.chance(0.8) ? [2, 1] : [r.int(4) - 1, 9] as never,
       randomOptions(r, ["blank", "zeroInfinity"]) as never,
     ),
-  crossEntropy: (r) =>
-    ops.crossEntropy(
-      randomTensor(r, DType.F32, [2, 3]),
-      Tensor.from([r.int(4), 1], [2], { dtype: DType.I32 }),
-    ),
+  crossEntropy: (r) => {
+    const x = randomTensor(r, DType.F32, r.chance(0.8) ? [2, 3] : randomShape(r));
+    const target = r.chance(0.3)
+      ? randomTensor(r, r.pick([DType.F32, DType.I64, DType.U8]), r.chance(0.5) ? [2, 3] : randomShape(r))
+      : Tensor.from([r.int(4) - (r.chance(0.2) ? 101 : 0), 1], [2], {
+        dtype: r.pick([DType.I32, DType.I64]),
+      });
+    const options = randomOptions(r, ["reduction", "ignoreIndex", "labelSmoothing", "weight"]) as Record<
+      string,
+      unknown
+    >;
+    if (r.chance(0.3) && options !== null && typeof options === "object") {
+      options.weight = randomTensor(r, DType.F32, r.chance(0.7) ? [3] : randomShape(r));
+    }
+    return r.chance(0.5)
+      ? ops.crossEntropy(x, target, options as never)
+      : ops.nllLoss(x, target, options as never);
+  },
   arena: (r) => {
     const arena = new Arena({ chunkBytes: r.chance(0.8) ? 4096 : weird(r) as never });
     try {

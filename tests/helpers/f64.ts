@@ -125,6 +125,73 @@ export function softmax(a: F64, axis: number, log: boolean): F64 {
     : zip(map(shifted, Math.exp), total, (e, s) => e / s);
 }
 
+/** The options of `classLoss`, PyTorch's `nll_loss` and `cross_entropy` arguments. */
+export interface ClassLossSpec {
+  /** Class indices per row (row-major over the input's shape without axis 1), or null for probabilities. */
+  readonly targets: readonly number[] | null;
+  /** Probabilities of the input's shape (when `targets` is null). */
+  readonly probabilities?: F64;
+  readonly weight?: readonly number[];
+  readonly ignoreIndex?: number;
+  readonly reduction?: "mean" | "sum" | "none";
+  readonly labelSmoothing?: number;
+  /** nllLoss: `x` holds log-probabilities. */
+  readonly nll?: boolean;
+}
+
+/**
+ * nllLoss or crossEntropy of `x` ([C], [N, C] or [N, C, d...]) from PyTorch's formulas: the loss of each row
+ * is (1 − ε)·w_t·(−logp_t) + (ε/C)·Σ_c w_c·(−logp_c), or −Σ_c w_c·q_c·logp_c for probabilities y
+ * (q = (1 − ε)·y + ε/C); "mean" divides by Σ w_t over the rows not ignored, or by the row count.
+ */
+export function classLoss(x: F64, spec: ClassLossSpec): F64 {
+  const rank = x.shape.length;
+  const axis = rank === 1 ? 0 : 1;
+  const classes = x.shape[axis];
+  const rowsShape = x.shape.filter((_, d) => d !== axis);
+  const inner = rank <= 2 ? 1 : size(x.shape.slice(2));
+  const rows = size(rowsShape);
+  const at = (j: number, c: number) => {
+    const n = Math.floor(j / inner);
+    return (n * classes + c) * inner + (j % inner);
+  };
+  const eps = spec.labelSmoothing ?? 0;
+  const w = (c: number) => spec.weight?.[c] ?? 1;
+  const ignore = spec.ignoreIndex ?? -100;
+  const losses = new Float64Array(rows);
+  let divisor = 0;
+  for (let j = 0; j < rows; j++) {
+    const logp: number[] = [];
+    if (spec.nll) {
+      for (let c = 0; c < classes; c++) logp.push(x.data[at(j, c)]);
+    } else {
+      let m = -Infinity;
+      for (let c = 0; c < classes; c++) m = Math.max(m, x.data[at(j, c)]);
+      let s = 0;
+      for (let c = 0; c < classes; c++) s += Math.exp(x.data[at(j, c)] - m);
+      for (let c = 0; c < classes; c++) logp.push(x.data[at(j, c)] - m - Math.log(s));
+    }
+    if (spec.targets === null) {
+      for (let c = 0; c < classes; c++) {
+        const q = (1 - eps) * spec.probabilities!.data[at(j, c)] + eps / classes;
+        losses[j] -= w(c) * q * logp[c];
+      }
+      divisor += 1;
+      continue;
+    }
+    const t = spec.targets[j];
+    if (t === ignore) continue;
+    let smooth = 0;
+    for (let c = 0; c < classes; c++) smooth -= w(c) * logp[c];
+    losses[j] = (1 - eps) * -w(t) * logp[t] + (eps / classes) * smooth;
+    divisor += w(t);
+  }
+  const reduction = spec.reduction ?? "mean";
+  if (reduction === "none") return f64(rowsShape, losses);
+  const total = losses.reduce((a, b) => a + b, 0);
+  return f64([], [reduction === "sum" ? total : total / divisor]);
+}
+
 export function maxPool2d(
   x: F64,
   kernel: [number, number],

@@ -488,11 +488,81 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       name: "crossEntropy",
       shapes: [[4, 3]],
       f32: ([a]) => ops.crossEntropy(a, Tensor.from([0, 2, 1, 2], [4], { dtype: DType.I32 })),
-      f64: ([a]) => {
-        const logp = R.softmax(a, 1, true);
-        const picks = [0, 2, 1, 2].map((t, i) => logp.data[i * 3 + t]);
-        return R.f64([], [-picks.reduce((s, x) => s + x, 0) / 4]);
-      },
+      f64: ([a]) => R.classLoss(a, { targets: [0, 2, 1, 2] }),
+      exactUlps: 1,
+    },
+    {
+      name: "crossEntropy (strided logits, sum, weight, ignoreIndex)",
+      shapes: [[4, 3]],
+      f32: ([a]) =>
+        ops.crossEntropy(a, Tensor.from([2, -100, 0, 1], [4], { dtype: DType.I64 }), {
+          reduction: "sum",
+          weight: Tensor.from([0.5, 2, 1.5]),
+        }),
+      f64: ([a]) => R.classLoss(a, { targets: [2, -100, 0, 1], reduction: "sum", weight: [0.5, 2, 1.5] }),
+      strided: true,
+      exactUlps: 1,
+    },
+    {
+      name: "crossEntropy (none, labelSmoothing)",
+      shapes: [[3, 5]],
+      f32: ([a]) =>
+        ops.crossEntropy(a, Tensor.from([4, 0, 2], [3], { dtype: DType.I64 }), {
+          reduction: "none",
+          labelSmoothing: 0.2,
+        }),
+      f64: ([a]) => R.classLoss(a, { targets: [4, 0, 2], reduction: "none", labelSmoothing: 0.2 }),
+      exactUlps: 1,
+    },
+    {
+      name: "crossEntropy (mean, weight, labelSmoothing, ignoreIndex 1)",
+      shapes: [[5, 3]],
+      f32: ([a]) =>
+        ops.crossEntropy(a, Tensor.from([1, 0, 2, 1, 2], [5], { dtype: DType.I32 }), {
+          weight: Tensor.from([0.5, 2, 1.5]),
+          labelSmoothing: 0.3,
+          ignoreIndex: 1,
+        }),
+      f64: ([a]) =>
+        R.classLoss(a, {
+          targets: [1, 0, 2, 1, 2],
+          weight: [0.5, 2, 1.5],
+          labelSmoothing: 0.3,
+          ignoreIndex: 1,
+        }),
+      exactUlps: 1,
+    },
+    {
+      name: "crossEntropy ([N, C, d1, d2] input, mean)",
+      shapes: [[2, 3, 2, 2]],
+      f32: ([a]) =>
+        ops.crossEntropy(a, Tensor.from([0, 1, 2, 2, 1, 0, -100, 1], [2, 2, 2], { dtype: DType.I64 })),
+      f64: ([a]) => R.classLoss(a, { targets: [0, 1, 2, 2, 1, 0, -100, 1] }),
+      exactUlps: 1,
+    },
+    {
+      name: "crossEntropy (unbatched [C] input)",
+      shapes: [[5]],
+      f32: ([a]) => ops.crossEntropy(a, Tensor.from([3], [], { dtype: DType.I64 }), { labelSmoothing: 0.1 }),
+      f64: ([a]) => R.classLoss(a, { targets: [3], labelSmoothing: 0.1 }),
+      exactUlps: 1,
+    },
+    {
+      name: "crossEntropy (probability targets, weight, labelSmoothing; logits and targets)",
+      shapes: [[3, 4], [3, 4]],
+      f32: ([a, y]) =>
+        ops.crossEntropy(a, y, { weight: Tensor.from([1, 0.5, 2, 1.5]), labelSmoothing: 0.25 }),
+      f64: ([a, y]) =>
+        R.classLoss(a, { targets: null, probabilities: y, weight: [1, 0.5, 2, 1.5], labelSmoothing: 0.25 }),
+      exactUlps: 1,
+    },
+    {
+      name: "crossEntropy (probability targets, [N, C, d], none, strided)",
+      shapes: [[2, 3, 2], [2, 3, 2]],
+      f32: ([a, y]) => ops.crossEntropy(a, y, { reduction: "none" }),
+      f64: ([a, y]) => R.classLoss(a, { targets: null, probabilities: y, reduction: "none" }),
+      strided: true,
+      exactUlps: 1,
     },
   ],
   maximum: [
@@ -727,7 +797,34 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       name: "nllLoss",
       shapes: [[3, 4]],
       f32: ([a]) => ops.nllLoss(a, Tensor.from([3, 0, 1], [3], { dtype: DType.I32 })),
-      f64: ([a]) => R.f64([], [-(a.data[3] + a.data[4] + a.data[9]) / 3]),
+      f64: ([a]) => R.classLoss(a, { targets: [3, 0, 1], nll: true }),
+    },
+    {
+      name: "nllLoss (mean, weight, ignoreIndex)",
+      shapes: [[4, 3]],
+      f32: ([a]) =>
+        ops.nllLoss(a, Tensor.from([2, -100, 0, 1], [4], { dtype: DType.I64 }), {
+          weight: Tensor.from([0.5, 2, 1.5]),
+        }),
+      f64: ([a]) => R.classLoss(a, { targets: [2, -100, 0, 1], weight: [0.5, 2, 1.5], nll: true }),
+    },
+    {
+      name: "nllLoss ([N, C, d] input, sum, strided)",
+      shapes: [[2, 3, 2]],
+      f32: ([a]) =>
+        ops.nllLoss(a, Tensor.from([0, 2, 1, 1], [2, 2], { dtype: DType.I64 }), { reduction: "sum" }),
+      f64: ([a]) => R.classLoss(a, { targets: [0, 2, 1, 1], reduction: "sum", nll: true }),
+      strided: true,
+    },
+    {
+      name: "nllLoss (none, ignoreIndex 1)",
+      shapes: [[3, 4]],
+      f32: ([a]) =>
+        ops.nllLoss(a, Tensor.from([1, 2, 3], [3], { dtype: DType.I32 }), {
+          reduction: "none",
+          ignoreIndex: 1,
+        }),
+      f64: ([a]) => R.classLoss(a, { targets: [1, 2, 3], reduction: "none", ignoreIndex: 1, nll: true }),
     },
   ],
   attention: [

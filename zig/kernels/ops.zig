@@ -82,3 +82,9 @@ pub const IndexOp = enum(i32) {
     scatter_add = 1, // ops.scatterAdd
     cum_sum = 2, // ops.cumsum
 };
+
+/// The `nll` kernels (`zt_nll_f32`), by the codes of the op table.
+pub const NllOp = enum(i32) {
+    nll_loss = 0, // ops.nllLoss
+    cross_entropy = 1, // ops.crossEntropy
+};

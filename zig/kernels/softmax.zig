@@ -105,7 +105,7 @@ inline fn mulAdd(comptime T: type, a: T, b: T, c: T) T {
 
 /// The width of the contiguous loops: 16 lanes where AVX-512 has them (ew.lanes stays at 8 there), else
 /// ew.lanes.
-const wide = if (@import("builtin").cpu.arch == .x86_64 and
+pub const wide = if (@import("builtin").cpu.arch == .x86_64 and
     std.Target.x86.featureSetHas(@import("builtin").cpu.features, .avx512f)) @max(16, lanes) else lanes;
 const W = @Vector(wide, f32);
 const W64 = @Vector(wide, f64);
@@ -116,7 +116,7 @@ const W64 = @Vector(wide, f64);
 /// and −∞ or an overflow) is raised to it without an error term. Then math.expFast's steps: n = round((x − m) log2e),
 /// r = (x − m) − n ln2 in two parts, exp(r) by its Taylor polynomial of degree 7, times 2^n in two steps (so
 /// subnormal results come out). Neither overflow nor NaN can occur, so no clamp or NaN select is needed.
-inline fn expBelow(comptime n: usize, x: @Vector(n, f32), m: @Vector(n, f32), floor: @Vector(n, f32)) @Vector(n, f32) {
+pub inline fn expBelow(comptime n: usize, x: @Vector(n, f32), m: @Vector(n, f32), floor: @Vector(n, f32)) @Vector(n, f32) {
     const V_ = @Vector(n, f32);
     const I = @Vector(n, i32);
     const raw = x - m;
