@@ -167,8 +167,8 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   nllLoss: { dtypes: "f32", grad: { record: "NllLoss" } },
   crossEntropy: { dtypes: "f32", grad: "composed" },
   attention: { dtypes: "f32", grad: "composed" },
-  lstm: { dtypes: "f32", grad: "composed" },
-  gru: { dtypes: "f32", grad: "composed" },
+  lstm: { dtypes: "f32", grad: { record: "Lstm" } },
+  gru: { dtypes: "f32", grad: { record: "Gru" } },
   ctcLoss: { dtypes: "f32", grad: { record: "CtcLoss" } },
   // Losses (src/ops/losses.ts), compositions of element-wise ops and a reduction.
   mseLoss: { dtypes: "f32", grad: "composed" },

@@ -160,6 +160,8 @@ export type RecordKind =
   | "Concat"
   | "Embedding"
   | "NllLoss"
+  | "Lstm"
+  | "Gru"
   | "CtcLoss"
   | "Reshape"
   | "Permute"

@@ -21,6 +21,7 @@ import { nativeOptimizerStep, referenceOptimizerStep } from "./optim.ts";
 import { nativeIndexAdd, referenceIndexAdd } from "./scatter.ts";
 import { nativeIndex, referenceIndex } from "./indexing.ts";
 import { nativeCtc, referenceCtc } from "./ctc.ts";
+import { nativeRnnCell, referenceRnnCell } from "./rnn.ts";
 import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
 
 /**
@@ -56,6 +57,7 @@ export const nativeKernels: KernelSet = {
   indexAdd: nativeIndexAdd,
   index: nativeIndex,
   ctc: nativeCtc,
+  rnnCell: nativeRnnCell,
   im2col: nativeIm2col,
   col2im: nativeCol2im,
 };
@@ -90,6 +92,7 @@ export const referenceKernels: KernelSet = {
   indexAdd: (params, out, src, index) => referenceIndexAdd(params, out, src, index),
   index: referenceIndex,
   ctc: referenceCtc,
+  rnnCell: referenceRnnCell,
   im2col: referenceIm2col,
   col2im: referenceCol2im,
 };
