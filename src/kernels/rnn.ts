@@ -8,11 +8,11 @@
  * (the f64 functions of math.zig and of `Math` differ by an f64 ulp at most); fast mode uses math.zig's f32
  * sigmoid and tanh (4 ulps each, `fast_bounds`).
  *
- * LSTM forward: with `z = pre + (hh + b_hh)` per gate, `i, f, o = σ(z)`, `g = tanh(z)`, `c = f·c_prev + i·g`,
+ * LSTM forward: with `z = (pre + b_ih) + (hh + b_hh)` per gate (each bias when given), `i, f, o = σ(z)`, `g = tanh(z)`, `c = f·c_prev + i·g`,
  * `h = o·tanh(c)`, saving i, f, g, o. LSTM backward: with `dh = dh_next + g_out`, `tc = tanh(c)`,
  * `dc = (dc_next + g_c) + (dh·o)·(1 − tc²)`: gate gradients `dc·g·i·(1 − i)`, `dc·c_prev·f·(1 − f)`,
- * `dc·i·(1 − g²)`, `dh·tc·o·(1 − o)`, and `dc·f` to the previous step. GRU forward: `r, z = σ(pre + (hh + b))`,
- * `hn = hh_n + b_n`, `n = tanh(pre_n + r·hn)`, `h = n + z·(h_prev − n)`, saving r, z, n, hn. GRU backward:
+ * `dc·i·(1 − g²)`, `dh·tc·o·(1 − o)`, and `dc·f` to the previous step. GRU forward: `r, z = σ((pre + b_ih) + (hh + b_hh))`,
+ * `hn = hh_n + b_n`, `n = tanh((pre_n + b_in) + r·hn)`, `h = n + z·(h_prev − n)`, saving r, z, n, hn. GRU backward:
  * `dh = (dh_w + dh_z) + g_out`, `dn = dh·(1 − z)·(1 − n²)`, `dz = dh·(h_prev − n)·z·(1 − z)`,
  * `dr = dn·hn·r·(1 − r)`; input-side gradients (dr, dz, dn), hidden-side (dr, dz, dn·r), and `dh·z` along
  * the z path to the previous step.
@@ -36,6 +36,8 @@ export interface RnnCellParams {
   readonly hidden: number;
   /** Whether operand 2 (forward) holds the hidden bias. */
   readonly hasBias: boolean;
+  /** Whether the forward step adds the input bias (operand 7 for the LSTM, 6 for the GRU) to `pre`. */
+  readonly hasInputBias: boolean;
   /** Whether the forward step writes its activations (the saved operand). */
   readonly save: boolean;
   /** The row strides A, B, C of the strided operands (zig/kernels/rnn.zig says which). */
@@ -59,7 +61,7 @@ export const nativeRnnCell: RnnCellKernel = (params, operands, settings) => {
   args.op(params.op, MODE[settings.mode], settings.threads)
     .int(0, params.batch)
     .int(1, params.hidden)
-    .int(2, (params.hasBias ? 1 : 0) | (params.save ? 2 : 0))
+    .int(2, (params.hasBias ? 1 : 0) | (params.save ? 2 : 0) | (params.hasInputBias ? 4 : 0))
     .int(3, params.strides[0])
     .int(4, params.strides[1])
     .int(5, params.strides[2]);
@@ -74,7 +76,7 @@ const tanh = (x: number) => f(Math.tanh(x));
 
 /** The reference cell kernel: the native kernel's formulas in f32, one row and one unit at a time. */
 export const referenceRnnCell: RnnCellKernel = (params, operands) => {
-  const { op, batch, hidden: h, hasBias } = params;
+  const { op, batch, hidden: h, hasBias, hasInputBias } = params;
   const [sa, sb, sc] = params.strides;
   const d = operands.map((o) => o.data as Float32Array);
   const o = operands.map((x) => x.offset);
@@ -84,10 +86,12 @@ export const referenceRnnCell: RnnCellKernel = (params, operands) => {
     const row = (k: number, stride: number) => o[k] + r * stride;
     for (let j = 0; j < h; j++) {
       if (op === RnnCellOp.LstmForward || op === RnnCellOp.GruForward) {
-        const [pre, hh, b] = [row(0, sa), row(1, gates), o[2]];
+        const [pre, hh, b, bi] = [row(0, sa), row(1, gates), o[2], op === RnnCellOp.LstmForward ? 7 : 6];
         const hidden = (k: number) =>
           hasBias ? f(d[1][hh + k * h + j] + d[2][b + k * h + j]) : d[1][hh + k * h + j];
-        const z = (k: number) => f(d[0][pre + k * h + j] + hidden(k));
+        const input = (k: number) =>
+          hasInputBias ? f(d[0][pre + k * h + j] + d[bi][o[bi] + k * h + j]) : d[0][pre + k * h + j];
+        const z = (k: number) => f(input(k) + hidden(k));
         if (op === RnnCellOp.LstmForward) {
           const [i, fg, g, og] = [sigmoid(z(0)), sigmoid(z(1)), tanh(z(2)), sigmoid(z(3))];
           const c = f(f(fg * d[3][row(3, h) + j]) + f(i * g));
@@ -96,7 +100,7 @@ export const referenceRnnCell: RnnCellKernel = (params, operands) => {
           if (params.save) [i, fg, g, og].forEach((v, k) => (d[6][row(6, 4 * h) + k * h + j] = v));
         } else {
           const [rg, zg, hn] = [sigmoid(z(0)), sigmoid(z(1)), hidden(2)];
-          const n = tanh(f(d[0][pre + 2 * h + j] + f(rg * hn)));
+          const n = tanh(f(input(2) + f(rg * hn)));
           d[4][row(4, sb) + j] = f(n + f(zg * f(d[3][row(3, sc) + j] - n)));
           if (params.save) [rg, zg, n, hn].forEach((v, k) => (d[5][row(5, 4 * h) + k * h + j] = v));
         }

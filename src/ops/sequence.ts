@@ -13,11 +13,10 @@ import { checkOptions } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
-import { tidy } from "../memory/scope.ts";
 import { type BackwardRecord, record, type RecordAttributes, shouldRecord } from "../autograd/record.ts";
 import { add, mul } from "./elementwise.ts";
 import { checkF32, checkParameter, newOutput } from "./common.ts";
-import { linear, matmul } from "./linalg.ts";
+import { matmul } from "./linalg.ts";
 import { concat } from "./nn.ts";
 import { sum } from "./reduce.ts";
 import { reshape, select, slice, transpose, unsqueeze } from "./views.ts";
@@ -142,8 +141,8 @@ interface Layer {
 }
 
 /**
- * The time loop of a forward pass: the input projection of every step in one matrix product (x·W_ihᵀ + b_ih
- * over [N·T, I]), then per step one product h·W_hhᵀ and one cell kernel call, which writes the step's h into
+ * The time loop of a forward pass: the input projection of every step in one matrix product (x·W_ihᵀ over
+ * [N·T, I]; the cell adds b_ih), then per step one product h·W_hhᵀ and one cell kernel call, which writes the step's h into
  * `output` [N, T, H] (and, for the LSTM, c into `cells` [T, N, H]) and its activations into `saved`
  * [T, N, 4H] when recording.
  */
@@ -159,15 +158,20 @@ function forwardLoop(
   const { op, gates, n, steps, hidden: h, weights } = layer;
   const g = gates * h;
   const kind = op === "lstm" ? RnnCellOp.LstmForward : RnnCellOp.GruForward;
-  using projected = GradMode.noGrad(() => tidy(() => linear(x, weights.weightIh, weights.biasIh)));
+  // b_ih is added by the cell kernel, as linear would add it; W_hhᵀ is copied row-major once (the products
+  // with a row-major B pack faster).
+  using projected = GradMode.noGrad(() => matmul(x, transpose(weights.weightIh, 0, 1)));
   using hh = allocate(op, [n, g], DType.F32, false);
-  const whhT = transpose(weights.weightHh.detach(), 0, 1).operand(op);
+  using weightHhT = GradMode.noGrad(() => clone(transpose(weights.weightHh, 0, 1)));
+  const whhT = weightHhT.operand(op);
   const bias = weights.biasHh?.operand(op) ?? null;
+  const inputBias = weights.biasIh?.operand(op) ?? null;
   const params = (t: number): RnnCellParams => ({
     op: kind,
     batch: n,
     hidden: h,
     hasBias: bias !== null,
+    hasInputBias: inputBias !== null,
     save: saved !== null,
     strides: [steps * g, steps * h, t === 0 ? h : steps * h],
   });
@@ -180,9 +184,9 @@ function forwardLoop(
     if (op === "lstm") {
       const cPrev = t === 0 ? rowsOf(op, c0!, 0, h) : rowsOf(op, output, cells + (t - 1) * n * h, h);
       const cOut = rowsOf(op, output, cells + t * n * h, h);
-      cell(params(t), [pre, hh.operand(op), bias, cPrev, hOut, cOut, act]);
+      cell(params(t), [pre, hh.operand(op), bias, cPrev, hOut, cOut, act, inputBias]);
     } else {
-      cell(params(t), [pre, hh.operand(op), bias, hPrev, hOut, act]);
+      cell(params(t), [pre, hh.operand(op), bias, hPrev, hOut, act, inputBias]);
     }
   }
 }
@@ -375,6 +379,7 @@ export function lstmBackward(r: BackwardRecord<"Lstm">, g: Tensor): (Tensor | nu
     batch: n,
     hidden: h,
     hasBias: false,
+    hasInputBias: false,
     save: false,
     strides: [steps * h, steps * 4 * h, 0],
   };
@@ -416,6 +421,7 @@ export function gruBackward(r: BackwardRecord<"Gru">, g: Tensor): (Tensor | null
       batch: n,
       hidden: h,
       hasBias: false,
+      hasInputBias: false,
       save: false,
       strides: [steps * h, steps * 3 * h, t === 0 ? h : steps * h],
     };

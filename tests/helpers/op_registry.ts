@@ -757,7 +757,12 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
         return ops.concat([ops.reshape(r.output, [-1]), ops.reshape(r.c, [-1])]);
       },
       f64: ([x, wIh, wHh, h0, c0]) => {
-        const r = R.lstm(x, { wIh, wHh, bIh: null, bHh: null }, R.f64([2, 5], h0.data), R.f64([2, 5], c0.data));
+        const r = R.lstm(
+          x,
+          { wIh, wHh, bIh: null, bHh: null },
+          R.f64([2, 5], h0.data),
+          R.f64([2, 5], c0.data),
+        );
         return R.flatJoin([r.output, r.c]);
       },
       strided: true,

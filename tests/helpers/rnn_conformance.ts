@@ -35,9 +35,9 @@ function random(seed: number): () => number {
 /** Each operand of an op: its width in units of H (0: 4H·… see below), its row stride ("A", "B", "C" or the
  * width) and whether it is one row (the bias). Widths: 4 = 4H, 3 = 3H, 1 = H. */
 const LAYOUTS: Record<number, readonly (readonly [number, string])[]> = {
-  [RnnCellOp.LstmForward]: [[4, "A"], [4, ""], [4, "bias"], [1, ""], [1, "B"], [1, ""], [4, ""]],
+  [RnnCellOp.LstmForward]: [[4, "A"], [4, ""], [4, "bias"], [1, ""], [1, "B"], [1, ""], [4, ""], [4, "bias"]],
   [RnnCellOp.LstmBackward]: [[4, ""], [1, ""], [1, ""], [1, ""], [1, "A"], [1, ""], [1, ""], [4, "B"]],
-  [RnnCellOp.GruForward]: [[3, "A"], [3, ""], [3, "bias"], [1, "C"], [1, "B"], [4, ""]],
+  [RnnCellOp.GruForward]: [[3, "A"], [3, ""], [3, "bias"], [1, "C"], [1, "B"], [4, ""], [3, "bias"]],
   [RnnCellOp.GruBackward]: [[4, ""], [1, "C"], [1, ""], [1, ""], [1, "A"], [3, "B"], [3, "B"]],
 };
 
@@ -65,6 +65,7 @@ export function rnnConformanceRun(seed: number, count: number): RnnReport {
       batch,
       hidden,
       hasBias: next() < 0.5,
+      hasInputBias: next() < 0.5,
       save: next() < 0.5,
       strides: [stride.A, stride.B, stride.C],
     };
@@ -92,7 +93,7 @@ export function rnnConformanceRun(seed: number, count: number): RnnReport {
     const fast = run(nativeKernels.rnnCell, { mode: "fast", threads: 2 });
     report.cases++;
     report.elements += reference.length;
-    const name = `case ${c} (op ${op}, N ${batch}, H ${hidden}, bias ${params.hasBias}, save ${params.save})`;
+    const name = `case ${c} (${JSON.stringify(params)})`;
     for (
       const [mode, got, bound] of [["exact", exact, RNN_EXACT_BOUND], ["fast", fast, RNN_FAST_BOUND]] as const
     ) {

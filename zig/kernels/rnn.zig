@@ -7,18 +7,19 @@
 //! The TypeScript reference (`src/kernels/rnn.ts`) spells out the same formulas.
 //!
 //! Argument block: op = 0 LSTM forward, 1 LSTM backward, 2 GRU forward, 3 GRU backward; ints[0] = N,
-//! ints[1] = H, ints[2] = flags (bit 0: a hidden bias is given, bit 1: save the activations), ints[3..6] =
+//! ints[1] = H, ints[2] = flags (bit 0: a hidden bias is given, bit 1: save the activations, bit 2: an input
+//! bias is given, added to pre as the composition's linear layer adds it), ints[3..6] =
 //! the row strides A, B, C (in elements) of the strided operands, ints[6..14] = the element offsets of the
 //! eight operands. Every other operand has contiguous rows (4H, 3H or H wide). Operands by op (G = 4 for the
 //! LSTM, 3 for the GRU):
 //! - LSTM forward: 0 pre [N, 4H] (rows A apart: the input projection of the step), 1 hh [N, 4H] (the step's
 //!   h·W_hhᵀ), 2 b_hh [4H], 3 c_prev [N, H], 4 h [N, H] (rows B apart), 5 c [N, H], 6 saved [N, 4H]: the
-//!   activated gates i, f, g, o.
+//!   activated gates i, f, g, o, 7 b_ih [4H].
 //! - LSTM backward: 0 saved [N, 4H], 1 c [N, H], 2 c_prev [N, H], 3 dh from the next step [N, H], 4 the
 //!   output gradient of the step [N, H] (rows A apart), 5 the cell gradient of the step [N, H], 6 dc [N, H]
 //!   (read: from the next step; written: to the previous one), 7 the gate gradients [N, 4H] (rows B apart).
 //! - GRU forward: 0 pre [N, 3H] (rows A), 1 hh [N, 3H], 2 b_hh [3H], 3 h_prev [N, H] (rows C), 4 h [N, H]
-//!   (rows B), 5 saved [N, 4H]: r, z, n and the hidden part of n's pre-activation (W_hn·h + b_hn).
+//!   (rows B), 5 saved [N, 4H]: r, z, n and the hidden part of n's pre-activation (W_hn·h + b_hn), 6 b_ih [3H].
 //! - GRU backward: 0 saved [N, 4H], 1 h_prev [N, H] (rows C), 2 dh through W_hh from the next step [N, H],
 //!   3 dh along the z path [N, H] (read, then written for the previous step), 4 the output gradient [N, H]
 //!   (rows A), 5 the input-side gate gradients [N, 3H] (rows B), 6 the hidden-side ones [N, 3H] (rows B).
@@ -71,6 +72,7 @@ const Cell = struct {
     hidden: usize,
     bias: bool,
     save: bool,
+    input_bias: bool,
     strides: [3]usize,
     p: [8][*]f32,
 
@@ -81,24 +83,35 @@ const Cell = struct {
 
     fn rowLstmForward(c: *const Cell, comptime exact: bool, r: usize) void {
         const h = c.hidden;
-        const rows = .{ c.rowOf(0, r, c.strides[0]), c.rowOf(1, r, 4 * h), c.p[2], c.rowOf(3, r, h), c.rowOf(4, r, c.strides[1]), c.rowOf(5, r, h), c.rowOf(6, r, 4 * h) };
+        const rows = .{ c.rowOf(0, r, c.strides[0]), c.rowOf(1, r, 4 * h), c.p[2], c.rowOf(3, r, h), c.rowOf(4, r, c.strides[1]), c.rowOf(5, r, h), c.rowOf(6, r, 4 * h), c.p[7] };
         var j: usize = 0;
         while (j + lanes <= h) : (j += lanes) c.lstmForward(lanes, exact, rows, j);
         while (j < h) : (j += 1) c.lstmForward(1, exact, rows, j);
     }
 
-    inline fn gate(c: *const Cell, comptime n: usize, pre: [*]f32, hh: [*]f32, b: [*]f32, k: usize, j: usize) F32(n) {
+    /// The input side of gate k: the step's projection plus b_ih when given.
+    inline fn input(c: *const Cell, comptime n: usize, pre: [*]f32, b_ih: [*]f32, k: usize, j: usize) F32(n) {
         const at = k * c.hidden + j;
-        const hidden = if (c.bias) load(n, hh + at) + load(n, b + at) else load(n, hh + at);
-        return load(n, pre + at) + hidden;
+        return if (c.input_bias) load(n, pre + at) + load(n, b_ih + at) else load(n, pre + at);
+    }
+
+    /// The hidden side of gate k: h·W_hhᵀ plus b_hh when given.
+    inline fn recurrent(c: *const Cell, comptime n: usize, hh: [*]f32, b: [*]f32, k: usize, j: usize) F32(n) {
+        const at = k * c.hidden + j;
+        return if (c.bias) load(n, hh + at) + load(n, b + at) else load(n, hh + at);
+    }
+
+    inline fn gate(c: *const Cell, comptime n: usize, pre: [*]f32, b_ih: [*]f32, hh: [*]f32, b: [*]f32, k: usize, j: usize) F32(n) {
+        return c.input(n, pre, b_ih, k, j) + c.recurrent(n, hh, b, k, j);
     }
 
     inline fn lstmForward(c: *const Cell, comptime n: usize, comptime exact: bool, rows: anytype, j: usize) void {
         const h = c.hidden;
-        const i = sigmoid(n, exact, c.gate(n, rows[0], rows[1], rows[2], 0, j));
-        const f = sigmoid(n, exact, c.gate(n, rows[0], rows[1], rows[2], 1, j));
-        const g = tanh(n, exact, c.gate(n, rows[0], rows[1], rows[2], 2, j));
-        const o = sigmoid(n, exact, c.gate(n, rows[0], rows[1], rows[2], 3, j));
+        const bias_ih = 7;
+        const i = sigmoid(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 0, j));
+        const f = sigmoid(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 1, j));
+        const g = tanh(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 2, j));
+        const o = sigmoid(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 3, j));
         const cell = f * load(n, rows[3] + j) + i * g;
         store(n, rows[5] + j, cell);
         store(n, rows[4] + j, o * tanh(n, exact, cell));
@@ -138,7 +151,7 @@ const Cell = struct {
 
     fn rowGruForward(c: *const Cell, comptime exact: bool, r: usize) void {
         const h = c.hidden;
-        const rows = .{ c.rowOf(0, r, c.strides[0]), c.rowOf(1, r, 3 * h), c.p[2], c.rowOf(3, r, c.strides[2]), c.rowOf(4, r, c.strides[1]), c.rowOf(5, r, 4 * h) };
+        const rows = .{ c.rowOf(0, r, c.strides[0]), c.rowOf(1, r, 3 * h), c.p[2], c.rowOf(3, r, c.strides[2]), c.rowOf(4, r, c.strides[1]), c.rowOf(5, r, 4 * h), c.p[6] };
         var j: usize = 0;
         while (j + lanes <= h) : (j += lanes) c.gruForward(lanes, exact, rows, j);
         while (j < h) : (j += 1) c.gruForward(1, exact, rows, j);
@@ -146,11 +159,11 @@ const Cell = struct {
 
     inline fn gruForward(c: *const Cell, comptime n: usize, comptime exact: bool, rows: anytype, j: usize) void {
         const h = c.hidden;
-        const r = sigmoid(n, exact, c.gate(n, rows[0], rows[1], rows[2], 0, j));
-        const z = sigmoid(n, exact, c.gate(n, rows[0], rows[1], rows[2], 1, j));
-        const at = 2 * h + j;
-        const hn = if (c.bias) load(n, rows[1] + at) + load(n, rows[2] + at) else load(n, rows[1] + at);
-        const cand = tanh(n, exact, load(n, rows[0] + at) + r * hn);
+        const bias_ih = 6;
+        const r = sigmoid(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 0, j));
+        const z = sigmoid(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 1, j));
+        const hn = c.recurrent(n, rows[1], rows[2], 2, j);
+        const cand = tanh(n, exact, c.input(n, rows[0], rows[bias_ih], 2, j) + r * hn);
         store(n, rows[4] + j, cand + z * (load(n, rows[3] + j) - cand));
         if (c.save) {
             store(n, rows[5] + j, r);
@@ -211,6 +224,7 @@ fn cellF32(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const
         .hidden = u(args.ints[1]),
         .bias = args.ints[2] & 1 != 0,
         .save = args.ints[2] & 2 != 0,
+        .input_bias = args.ints[2] & 4 != 0,
         .strides = .{ u(args.ints[3]), u(args.ints[4]), u(args.ints[5]) },
         .p = undefined,
     };
