@@ -164,8 +164,16 @@ function forwardLoop(
   using hh = allocate(op, [n, g], DType.F32, false);
   using weightHhT = GradMode.noGrad(() => clone(transpose(weights.weightHh, 0, 1)));
   const whhT = weightHhT.operand(op);
-  const bias = weights.biasHh?.operand(op) ?? null;
-  const inputBias = weights.biasIh?.operand(op) ?? null;
+  // The kernel reads the biases as contiguous vectors: a strided one (a flipped view) is copied first.
+  using biases = new DisposableStack();
+  const dense = (t: Tensor | undefined) => {
+    if (t === undefined) return null;
+    return (t.isContiguous ? t : biases.adopt(GradMode.noGrad(() => clone(t)), (c) => c.dispose())).operand(
+      op,
+    );
+  };
+  const bias = dense(weights.biasHh);
+  const inputBias = dense(weights.biasIh);
   const params = (t: number): RnnCellParams => ({
     op: kind,
     batch: n,
