@@ -108,6 +108,7 @@ export type { OptimAlgorithm, OptimizerStep, OptimizerStepKernel } from "./src/k
 export type { IndexKernels } from "./src/kernels/types.ts";
 export type { IndexKernel, IndexOp } from "./src/kernels/indexing.ts";
 export type { CtcKernel, CtcParams } from "./src/kernels/ctc.ts";
+export type { RnnCellKernel, RnnCellParams } from "./src/kernels/rnn.ts";
 export type { ConvKernels, ConvWindowParams } from "./src/kernels/conv.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
@@ -120,6 +121,7 @@ export type {
   OpKind,
   RecordAttributes,
   RecordInput,
+  RecurrentAttributes,
   ReduceAttributes,
   SavedTensor,
   WindowAttributes,
