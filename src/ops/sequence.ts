@@ -128,7 +128,7 @@ function cell(params: RnnCellParams, operands: readonly (KernelOperand | null)[]
   kernels().rnnCell(params, filled, computeSettings());
 }
 
-/** The checked operands of a layer and what its forward pass allocates for its time loop. */
+/** The checked geometry and operands of a layer. */
 interface Layer {
   readonly op: "lstm" | "gru";
   readonly gates: number;
@@ -142,9 +142,9 @@ interface Layer {
 
 /**
  * The time loop of a forward pass: the input projection of every step in one matrix product (x·W_ihᵀ over
- * [N·T, I]; the cell adds b_ih), then per step one product h·W_hhᵀ and one cell kernel call, which writes the step's h into
- * `output` [N, T, H] (and, for the LSTM, c into `cells` [T, N, H]) and its activations into `saved`
- * [T, N, 4H] when recording.
+ * [N·T, I]; the cell adds b_ih), then per step one product h·W_hhᵀ and one cell kernel call, which writes
+ * the step's h into `output` [N, T, H] (and, for the LSTM, c into [T, N, H] from element `cells` of the same
+ * buffer) and its activations into `saved` [T, N, 4H] when recording.
  */
 function forwardLoop(
   layer: Layer,
@@ -208,11 +208,8 @@ function layerOf(
 ): Layer {
   const gates = op === "lstm" ? 4 : 3;
   const hidden = checkRecurrent(op, gates, x, weights, states);
-  const { weightIh, weightHh, biasIh, biasHh } = weights;
-  const inputs = [x, weightIh, weightHh, biasIh, biasHh, ...states].filter((t): t is Tensor =>
-    t !== undefined
-  );
-  return { op, gates, n: x.shape[0], steps: x.shape[1], hidden, weights, record: shouldRecord(...inputs) };
+  const record = shouldRecord(...recordInputs(x, weights, states));
+  return { op, gates, n: x.shape[0], steps: x.shape[1], hidden, weights, record };
 }
 
 /** The inputs of a layer's record: x, the weights, then whichever of the biases and states were given. */
@@ -258,10 +255,12 @@ export function lstm(x: Tensor, weights: RnnWeights, options?: LstmOptions): Lst
   let all = newOutput(op, [2 * cells]);
   try {
     forwardLoop(layer, x, h0, c0, all, cells, saved);
-  } finally {
-    if (saved === null) [h0, c0].forEach((t) => t.dispose());
+  } catch (error) {
+    [all, saved, h0, c0].forEach((t) => t?.dispose());
+    throw error;
   }
-  if (saved !== null) {
+  if (saved === null) [h0, c0].forEach((t) => t.dispose());
+  else {
     const attrs = {
       hasBiasIh: !!weights.biasIh,
       hasBiasHh: !!weights.biasHh,
@@ -310,10 +309,12 @@ export function gru(x: Tensor, weights: RnnWeights, options?: GruOptions): GruRe
   let output = newOutput(op, [n, steps, hidden]);
   try {
     forwardLoop(layer, x, h0, null, output, 0, saved);
-  } finally {
-    if (saved === null) h0.dispose();
+  } catch (error) {
+    [output, saved, h0].forEach((t) => t?.dispose());
+    throw error;
   }
-  if (saved !== null) {
+  if (saved === null) h0.dispose();
+  else {
     const attrs = {
       hasBiasIh: !!weights.biasIh,
       hasBiasHh: !!weights.biasHh,
