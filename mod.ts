@@ -112,6 +112,7 @@ export type { IndexKernel, IndexOp } from "./src/kernels/indexing.ts";
 export type { CtcKernel, CtcParams } from "./src/kernels/ctc.ts";
 export type { ClassLossKernels } from "./src/kernels/types.ts";
 export type { NllKernel, NllOp, NllParams, NllPhase } from "./src/kernels/nll.ts";
+export type { RnnCellKernel, RnnCellParams } from "./src/kernels/rnn.ts";
 export type { ConvKernels, ConvWindowParams } from "./src/kernels/conv.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
@@ -125,6 +126,7 @@ export type {
   OpKind,
   RecordAttributes,
   RecordInput,
+  RecurrentAttributes,
   ReduceAttributes,
   SavedTensor,
   WindowAttributes,

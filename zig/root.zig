@@ -235,6 +235,15 @@ export fn zt_nll_f32(args: *const abi.ArgBlock, x: *const anyopaque, target: *co
     return dispatch.active().nll.nll_f32(&ThreadPool.runtime, args, @ptrCast(x), @ptrCast(target), @ptrCast(weight), @ptrCast(out), @ptrCast(work), @ptrCast(g));
 }
 
+// Recurrent cells
+
+/// One step of an LSTM or GRU cell's point-wise part, forward or backward (zig/kernels/rnn.zig documents the
+/// argument block and the eight operands; an unused one may be any valid address).
+export fn zt_rnn_cell_f32(args: *const abi.ArgBlock, p0: *anyopaque, p1: *anyopaque, p2: *anyopaque, p3: *anyopaque, p4: *anyopaque, p5: *anyopaque, p6: *anyopaque, p7: *anyopaque) void {
+    const operands: [8][*]f32 = .{ @ptrCast(@alignCast(p0)), @ptrCast(@alignCast(p1)), @ptrCast(@alignCast(p2)), @ptrCast(@alignCast(p3)), @ptrCast(@alignCast(p4)), @ptrCast(@alignCast(p5)), @ptrCast(@alignCast(p6)), @ptrCast(@alignCast(p7)) };
+    dispatch.active().rnn.cell_f32(&ThreadPool.runtime, args, &operands);
+}
+
 // --- benchmark only: the machine's limits, measured by the selected variant (zig/bench.zig) ---
 
 export fn zt_bench_fma_f32(iterations: u32) f64 {

@@ -20,6 +20,7 @@ comptime {
     _ = @import("kernels/index.zig");
     _ = @import("kernels/nll.zig");
     _ = @import("kernels/ctc.zig");
+    _ = @import("kernels/rnn.zig");
     _ = @import("bench.zig");
     // data movement
     _ = @import("movement/copy.zig");

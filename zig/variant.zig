@@ -11,6 +11,7 @@ const kernels: table.KernelTable = .{
     .index = @import("kernels/index.zig").table_entries,
     .ctc = @import("kernels/ctc.zig").table_entries,
     .nll = @import("kernels/nll.zig").table_entries,
+    .rnn = @import("kernels/rnn.zig").table_entries,
 };
 
 comptime {

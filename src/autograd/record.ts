@@ -104,6 +104,19 @@ export interface ClassLossAttributes {
   readonly probabilities: boolean;
 }
 
+/** Which optional inputs a recurrent layer (Lstm, Gru) was given; its record's inputs are x, weightIh,
+ * weightHh, then the given ones in this order. */
+export interface RecurrentAttributes {
+  /** Whether biasIh was given. */
+  readonly hasBiasIh: boolean;
+  /** Whether biasHh was given. */
+  readonly hasBiasHh: boolean;
+  /** Whether h0 was given. */
+  readonly hasH0: boolean;
+  /** Whether c0 was given (LSTM only). */
+  readonly hasC0: boolean;
+}
+
 /**
  * The named attributes each record kind keeps of how its op was called (spec 000 §8 says which tensors are
  * saved; these are the rest). Kinds not listed keep none.
@@ -165,6 +178,10 @@ export interface RecordAttributes {
     /** 0 none, 1 mean, 2 sum. */
     readonly reduction: number;
   };
+  /** An LSTM layer: which of its optional inputs were given (they follow x and the weights, in this order). */
+  Lstm: RecurrentAttributes;
+  /** A GRU layer: as Lstm (hasC0 false). */
+  Gru: RecurrentAttributes;
   // Issue 12's parameterized element-wise ops (f32 values of their parameters).
   /** softplus's beta and threshold. */
   Softplus: { readonly beta: number; readonly threshold: number };

@@ -17,7 +17,7 @@ import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from
 import { cast, copyInto } from "../ops/copy.ts";
 import { exp } from "../ops/elementwise.ts";
 import { conv2d, fold, unfold, type WindowGeometry } from "../ops/conv.ts";
-import { ctcLossBackward } from "../ops/sequence.ts";
+import { ctcLossBackward, gruBackward, lstmBackward } from "../ops/sequence.ts";
 import { classLossBackward } from "../ops/losses.ts";
 import { maxPool2dBackward } from "../ops/pool.ts";
 import { embeddingBackward } from "../ops/nn.ts";
@@ -288,6 +288,10 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   // d(−log p)/d lp[t, n, c] = −Σ_{s: l′ₛ = c} α_t(s)·β_t(s) / (y_t(c)·p), computed by the forward pass's
   // kernel in f64 times the reduction factor (slot 0), times g here (attribute: the reduction).
   CtcLoss: (r, g) => [ctcLossBackward(r.savedTensor(0), r.attrs, g)],
+  // Backward through time: per step one cell kernel call (the gate gradients stacked over steps, dh and dc
+  // carried) and one product with W_hh; then the weight gradients over every step in one product each.
+  Lstm: (r, g) => lstmBackward(r, g),
+  Gru: (r, g) => gruBackward(r, g),
   // --- Issue 12's element-wise ops, PyTorch's formulas ---
   // d ln(1 + x) = g/(x + 1) (slot 0: x).
   Log1p: (r, g) => [div(g, add(r.savedTensor(0), 1))],

@@ -169,8 +169,8 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   nllLoss: { kernel: k("nll", "NllLoss", 0), dtypes: "f32", grad: { record: "NllLoss" } },
   crossEntropy: { kernel: k("nll", "CrossEntropy", 1), dtypes: "f32", grad: { record: "CrossEntropy" } },
   attention: { dtypes: "f32", grad: "composed" },
-  lstm: { dtypes: "f32", grad: "composed" },
-  gru: { dtypes: "f32", grad: "composed" },
+  lstm: { dtypes: "f32", grad: { record: "Lstm" } },
+  gru: { dtypes: "f32", grad: { record: "Gru" } },
   ctcLoss: { dtypes: "f32", grad: { record: "CtcLoss" } },
   // Losses (src/ops/losses.ts), compositions of element-wise ops and a reduction.
   mseLoss: { dtypes: "f32", grad: "composed" },

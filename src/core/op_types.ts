@@ -161,6 +161,8 @@ export type RecordKind =
   | "Embedding"
   | "NllLoss"
   | "CrossEntropy"
+  | "Lstm"
+  | "Gru"
   | "CtcLoss"
   | "Reshape"
   | "Permute"

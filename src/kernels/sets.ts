@@ -22,6 +22,7 @@ import { nativeIndexAdd, referenceIndexAdd } from "./scatter.ts";
 import { nativeIndex, referenceIndex } from "./indexing.ts";
 import { nativeCtc, referenceCtc } from "./ctc.ts";
 import { nativeNll, referenceNll } from "./nll.ts";
+import { nativeRnnCell, referenceRnnCell } from "./rnn.ts";
 import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
 
 /**
@@ -58,6 +59,7 @@ export const nativeKernels: KernelSet = {
   index: nativeIndex,
   ctc: nativeCtc,
   nll: nativeNll,
+  rnnCell: nativeRnnCell,
   im2col: nativeIm2col,
   col2im: nativeCol2im,
 };
@@ -93,6 +95,7 @@ export const referenceKernels: KernelSet = {
   index: referenceIndex,
   ctc: referenceCtc,
   nll: referenceNll,
+  rnnCell: referenceRnnCell,
   im2col: referenceIm2col,
   col2im: referenceCol2im,
 };

@@ -14,6 +14,7 @@ import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table
 import type { OptimizerStepKernel } from "./optim.ts";
 import type { CtcKernel } from "./ctc.ts";
 import type { NllKernel } from "./nll.ts";
+import type { RnnCellKernel } from "./rnn.ts";
 import type { ConvKernels } from "./conv.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
@@ -268,10 +269,12 @@ export interface IndexKernels {
   readonly index: IndexKernel;
 }
 
-/** The sequence-loss kernels (src/kernels/ctc.ts). */
+/** The sequence kernels (src/kernels/ctc.ts, src/kernels/rnn.ts). */
 export interface SequenceKernels {
   /** The CTC loss of a batch and, when wanted, its gradient. */
   readonly ctc: CtcKernel;
+  /** The point-wise part of one LSTM or GRU step, forward or backward (src/kernels/rnn.ts). */
+  readonly rnnCell: RnnCellKernel;
 }
 
 /** The class-loss kernel: nllLoss and crossEntropy, forward and backward (src/kernels/nll.ts). */

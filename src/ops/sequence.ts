@@ -1,6 +1,8 @@
 /**
- * Sequence operators: single-layer LSTM and GRU (batch-first, PyTorch's gate order and weight shapes), built
- * step by step from linear, slices and the element-wise functions, whose records carry the gradient; and the
+ * Sequence operators: single-layer LSTM and GRU (batch-first, PyTorch's gate order and weight shapes), one
+ * matrix product for every step's input projection, then per step one product and one call of the fused cell
+ * kernel (`src/kernels/rnn.ts`, `zig/kernels/rnn.zig`), with records of their own whose rules run backward
+ * through time natively in the same way; and the
  * CTC loss, computed by the forward-backward algorithm in f64 by one kernel call (`src/kernels/ctc.ts`,
  * `zig/kernels/ctc.zig`) with a record of its own.
  *
@@ -12,16 +14,18 @@ import { DType, dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
-import { record, type RecordAttributes, shouldRecord } from "../autograd/record.ts";
-import { add, eq, ge, lt, mul, sigmoid, sub, tanh } from "./elementwise.ts";
+import { type BackwardRecord, record, type RecordAttributes, shouldRecord } from "../autograd/record.ts";
+import { add, eq, ge, lt, mul } from "./elementwise.ts";
 import { checkF32, checkParameter, newOutput } from "./common.ts";
-import { linear } from "./linalg.ts";
+import { matmul } from "./linalg.ts";
 import { concat } from "./nn.ts";
-import { reshape, select, slice, unsqueeze } from "./views.ts";
-import { cast, contiguous } from "./copy.ts";
+import { reshape, select, slice, transpose, unsqueeze } from "./views.ts";
+import { cast, clone, contiguous } from "./copy.ts";
 import { sum } from "./reduce.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { type CtcParams, ctcWorkspace } from "../kernels/ctc.ts";
+import { RnnCellOp, type RnnCellParams } from "../kernels/rnn.ts";
+import type { KernelOperand } from "../kernels/types.ts";
 
 /** The parameters of one recurrent layer, PyTorch's `weight_ih_l0` and friends (gates stacked on axis 0). */
 export interface RnnWeights {
@@ -103,28 +107,129 @@ function checkRecurrent(
   return hidden;
 }
 
-/** The [N, H] initial state: the given [1, N, H] one, or zeros. */
+/** A [N, H] copy of a [1, N, H] initial state that no scope tracks (the record owns it), or zeros. */
 function initialState(op: string, state: Tensor | undefined, n: number, hidden: number): Tensor {
-  return state === undefined
-    ? allocate(op, [n, hidden], DType.F32, true, { scoped: true })
-    : select(state, 0, 0);
+  if (state === undefined) return allocate(op, [n, hidden], DType.F32, true);
+  return GradMode.noGrad(() => clone(select(state, 0, 0)));
 }
 
-/** Gate `i` of stacked [N, gates·H] pre-activations. */
-function gate(t: Tensor, i: number, hidden: number): Tensor {
-  return slice(t, 1, i * hidden, (i + 1) * hidden);
+/** A kernel operand over `t`'s storage, `offset` elements past `t`'s start, with rows `stride` apart. */
+function rowsOf(op: string, t: Tensor, offset: number, stride: number): KernelOperand {
+  return t.operand(op, [stride, 1], t.offset + offset);
 }
 
-/** Runs `run` in a scope that keeps only its result when nothing records (the intermediates are garbage). */
-function composite<T>(inputs: readonly (Tensor | undefined)[], run: () => T): T {
-  return shouldRecord(...inputs.filter((t): t is Tensor => t !== undefined)) ? run() : tidy(run);
+/** out [M, N] = a [M, K] · b [K, N] in the matmul kernel, each operand as strided rows. */
+function gemmInto(out: KernelOperand, a: KernelOperand, b: KernelOperand, m: number, n: number, k: number) {
+  kernels().matMul([m, n], k, out, a, b, computeSettings());
+}
+
+/** One call of the cell kernel over the given operands (`operands[0]` fills the unused slots). */
+function cell(params: RnnCellParams, operands: readonly (KernelOperand | null)[]): void {
+  const filled = Array.from({ length: 8 }, (_, k) => operands[k] ?? operands[0]!);
+  kernels().rnnCell(params, filled, computeSettings());
+}
+
+/** The checked geometry and operands of a layer. */
+interface Layer {
+  readonly op: "lstm" | "gru";
+  readonly gates: number;
+  readonly n: number;
+  readonly steps: number;
+  readonly hidden: number;
+  readonly weights: RnnWeights;
+  /** Whether the op records (the activations are then saved). */
+  readonly record: boolean;
+}
+
+/**
+ * The time loop of a forward pass: the input projection of every step in one matrix product (x·W_ihᵀ over
+ * [N·T, I]; the cell adds b_ih), then per step one product h·W_hhᵀ and one cell kernel call, which writes
+ * the step's h into `output` [N, T, H] (and, for the LSTM, c into [T, N, H] from element `cells` of the same
+ * buffer) and its activations into `saved` [T, N, 4H] when recording.
+ */
+function forwardLoop(
+  layer: Layer,
+  x: Tensor,
+  h0: Tensor,
+  c0: Tensor | null,
+  output: Tensor,
+  cells: number,
+  saved: Tensor | null,
+) {
+  const { op, gates, n, steps, hidden: h, weights } = layer;
+  const g = gates * h;
+  const kind = op === "lstm" ? RnnCellOp.LstmForward : RnnCellOp.GruForward;
+  // b_ih is added by the cell kernel, as linear would add it; W_hhᵀ is copied row-major once (the products
+  // with a row-major B pack faster).
+  using projected = GradMode.noGrad(() => matmul(x, transpose(weights.weightIh, 0, 1)));
+  using hh = allocate(op, [n, g], DType.F32, false);
+  using weightHhT = GradMode.noGrad(() => clone(transpose(weights.weightHh, 0, 1)));
+  const whhT = weightHhT.operand(op);
+  // The kernel reads the biases as contiguous vectors: a strided one (a flipped view) is copied first.
+  using biases = new DisposableStack();
+  const dense = (t: Tensor | undefined) => {
+    if (t === undefined) return null;
+    return (t.isContiguous ? t : biases.adopt(GradMode.noGrad(() => clone(t)), (c) => c.dispose())).operand(
+      op,
+    );
+  };
+  const bias = dense(weights.biasHh);
+  const inputBias = dense(weights.biasIh);
+  const params = (t: number): RnnCellParams => ({
+    op: kind,
+    batch: n,
+    hidden: h,
+    hasBias: bias !== null,
+    hasInputBias: inputBias !== null,
+    save: saved !== null,
+    strides: [steps * g, steps * h, t === 0 ? h : steps * h],
+  });
+  for (let t = 0; t < steps; t++) {
+    const hPrev = t === 0 ? rowsOf(op, h0, 0, h) : rowsOf(op, output, (t - 1) * h, steps * h);
+    gemmInto(hh.operand(op), hPrev, whhT, n, g, h);
+    const pre = rowsOf(op, projected, t * g, steps * g);
+    const hOut = rowsOf(op, output, t * h, steps * h);
+    const act = saved === null ? null : rowsOf(op, saved, t * n * 4 * h, 4 * h);
+    if (op === "lstm") {
+      const cPrev = t === 0 ? rowsOf(op, c0!, 0, h) : rowsOf(op, output, cells + (t - 1) * n * h, h);
+      const cOut = rowsOf(op, output, cells + t * n * h, h);
+      cell(params(t), [pre, hh.operand(op), bias, cPrev, hOut, cOut, act, inputBias]);
+    } else {
+      cell(params(t), [pre, hh.operand(op), bias, hPrev, hOut, act, inputBias]);
+    }
+  }
+}
+
+/** Checks a layer's operands and options and returns its geometry. */
+function layerOf(
+  op: "lstm" | "gru",
+  x: Tensor,
+  weights: RnnWeights,
+  states: (Tensor | undefined)[],
+): Layer {
+  const gates = op === "lstm" ? 4 : 3;
+  const hidden = checkRecurrent(op, gates, x, weights, states);
+  const record = shouldRecord(...recordInputs(x, weights, states));
+  return { op, gates, n: x.shape[0], steps: x.shape[1], hidden, weights, record };
+}
+
+/** The inputs of a layer's record: x, the weights, then whichever of the biases and states were given. */
+function recordInputs(x: Tensor, w: RnnWeights, states: (Tensor | undefined)[]): Tensor[] {
+  return [x, w.weightIh, w.weightHh, w.biasIh, w.biasHh, ...states].filter((t): t is Tensor =>
+    t !== undefined
+  );
 }
 
 /**
  * A single-layer LSTM over batch-first x [N, T, I], PyTorch's `nn.LSTM(batch_first=True)`: with gates
  * i, f, g, o stacked in `weightIh` [4H, I] and `weightHh` [4H, H], `c' = σ(f)·c + σ(i)·tanh(g)` and
  * `h' = σ(o)·tanh(c')`. Returns every step's `h` as `output` [N, T, H] and the final `h`, `c` as [1, N, H].
- * Built from linear, slices and element-wise ops, whose records carry the gradient.
+ * The input projection of all steps is one matrix product; each step is one product with `weightHh` and one
+ * call of the fused cell kernel (src/kernels/rnn.ts), with the arithmetic of the element-wise composition
+ * (the same bits in exact mode). `output` and the step cell states live in one buffer [N·T·H + T·N·H], the
+ * op's result, which records Lstm (saved: x, weightIh, weightHh, that buffer, the gates' activations
+ * [T, N, 4H] and the initial states as [N, H]; attributes: which biases and states were given); `output`,
+ * `h` and `c` are views of it.
  *
  * @example
  * ```ts
@@ -142,30 +247,46 @@ function composite<T>(inputs: readonly (Tensor | undefined)[], run: () => T): T 
 export function lstm(x: Tensor, weights: RnnWeights, options?: LstmOptions): LstmResult {
   const op = "lstm";
   options = checkOptions(op, options, ["h0", "c0"]);
-  const hidden = checkRecurrent(op, 4, x, weights, [options.h0, options.c0]);
-  const { weightIh, weightHh, biasIh, biasHh } = weights;
-  const [n, steps] = x.shape;
-  return composite([x, weightIh, weightHh, biasIh, biasHh, options.h0, options.c0], () => {
-    const projected = linear(x, weightIh, biasIh);
-    let h = initialState(op, options.h0, n, hidden);
-    let c = initialState(op, options.c0, n, hidden);
-    const outputs: Tensor[] = [];
-    for (let t = 0; t < steps; t++) {
-      const gates = add(select(projected, 1, t), linear(h, weightHh, biasHh));
-      const [i, f, o] = [0, 1, 3].map((g) => sigmoid(gate(gates, g, hidden)));
-      c = add(mul(f, c), mul(i, tanh(gate(gates, 2, hidden))));
-      h = mul(o, tanh(c));
-      outputs.push(unsqueeze(h, 1));
-    }
-    return { output: concat(outputs, 1), h: unsqueeze(h, 0), c: unsqueeze(c, 0) };
-  });
+  const layer = layerOf(op, x, weights, [options.h0, options.c0]);
+  const { n, steps, hidden } = layer;
+  const cells = n * steps * hidden;
+  const h0 = initialState(op, options.h0, n, hidden);
+  const c0 = initialState(op, options.c0, n, hidden);
+  const saved = layer.record ? allocate(op, [steps, n, 4 * hidden], DType.F32, false) : null;
+  let all = newOutput(op, [2 * cells]);
+  try {
+    forwardLoop(layer, x, h0, c0, all, cells, saved);
+  } catch (error) {
+    [all, saved, h0, c0].forEach((t) => t?.dispose());
+    throw error;
+  }
+  if (saved === null) [h0, c0].forEach((t) => t.dispose());
+  else {
+    const attrs = {
+      hasBiasIh: !!weights.biasIh,
+      hasBiasHh: !!weights.biasHh,
+      hasH0: !!options.h0,
+      hasC0: !!options.c0,
+    };
+    all = record(all, "Lstm", recordInputs(x, weights, [options.h0, options.c0]), {
+      saved: [x, weights.weightIh, weights.weightHh, all, saved, h0, c0],
+      owned: [saved, h0, c0],
+      attrs,
+    });
+  }
+  const output = reshape(slice(all, 0, 0, cells), [n, steps, hidden]);
+  const c = reshape(slice(all, 0, 2 * cells - n * hidden, 2 * cells), [1, n, hidden]);
+  return { output, h: unsqueeze(select(output, 1, steps - 1), 0), c };
 }
 
 /**
  * A single-layer GRU over batch-first x [N, T, I], PyTorch's `nn.GRU(batch_first=True)`: with gates r, z, n
  * stacked in `weightIh` [3H, I] and `weightHh` [3H, H], `r = σ(x_r + h_r)`, `z = σ(x_z + h_z)`,
  * `n = tanh(x_n + r·h_n)` (each `h_·` including its hidden bias) and `h' = (1 − z)·n + z·h`. Returns
- * `output` [N, T, H] and the final `h` [1, N, H].
+ * `output` [N, T, H] and the final `h` [1, N, H]. Computed as `lstm` is: one product for the input projection,
+ * then per step one product and one fused cell call; `output` records Gru (saved: x, weightIh, weightHh,
+ * output, the activations r, z, n and W_hn·h + b_hn [T, N, 4H] and h0 as [N, H]; attributes: which biases
+ * and state were given).
  *
  * @example
  * ```ts
@@ -182,24 +303,151 @@ export function lstm(x: Tensor, weights: RnnWeights, options?: LstmOptions): Lst
 export function gru(x: Tensor, weights: RnnWeights, options?: GruOptions): GruResult {
   const op = "gru";
   options = checkOptions(op, options, ["h0"]);
-  const hidden = checkRecurrent(op, 3, x, weights, [options.h0]);
-  const { weightIh, weightHh, biasIh, biasHh } = weights;
-  const [n, steps] = x.shape;
-  return composite([x, weightIh, weightHh, biasIh, biasHh, options.h0], () => {
-    const projected = linear(x, weightIh, biasIh);
-    let h = initialState(op, options.h0, n, hidden);
-    const outputs: Tensor[] = [];
-    for (let t = 0; t < steps; t++) {
-      const fromInput = select(projected, 1, t);
-      const fromHidden = linear(h, weightHh, biasHh);
-      const [r, z] = [0, 1].map((g) => sigmoid(add(gate(fromInput, g, hidden), gate(fromHidden, g, hidden))));
-      const candidate = tanh(add(gate(fromInput, 2, hidden), mul(r, gate(fromHidden, 2, hidden))));
-      // (1 − z)·n + z·h, written as n + z·(h − n).
-      h = add(candidate, mul(z, sub(h, candidate)));
-      outputs.push(unsqueeze(h, 1));
-    }
-    return { output: concat(outputs, 1), h: unsqueeze(h, 0) };
-  });
+  const layer = layerOf(op, x, weights, [options.h0]);
+  const { n, steps, hidden } = layer;
+  const h0 = initialState(op, options.h0, n, hidden);
+  const saved = layer.record ? allocate(op, [steps, n, 4 * hidden], DType.F32, false) : null;
+  let output = newOutput(op, [n, steps, hidden]);
+  try {
+    forwardLoop(layer, x, h0, null, output, 0, saved);
+  } catch (error) {
+    [output, saved, h0].forEach((t) => t?.dispose());
+    throw error;
+  }
+  if (saved === null) h0.dispose();
+  else {
+    const attrs = {
+      hasBiasIh: !!weights.biasIh,
+      hasBiasHh: !!weights.biasHh,
+      hasH0: !!options.h0,
+      hasC0: false,
+    };
+    output = record(output, "Gru", recordInputs(x, weights, [options.h0]), {
+      saved: [x, weights.weightIh, weights.weightHh, output, saved, h0],
+      owned: [saved, h0],
+      attrs,
+    });
+  }
+  return { output, h: unsqueeze(select(output, 1, steps - 1), 0) };
+}
+
+/**
+ * The gradients of the weights, biases and x from the stacked pre-activation gradients of every step
+ * (`dIh` [N, T, G·H] on the input side, `dHh` on the hidden side): dx = dIh·W_ih, dW_ih = dIhᵀ·x,
+ * dW_hh = dHhᵀ·h_prev (h0 then output[:, :T − 1]), db_ih = Σ dIh, db_hh = Σ dHh, each one product or sum over
+ * the N·T rows; then the initial states' gradients. In the record's input order, null where none is wanted.
+ */
+function layerGradients(
+  r: BackwardRecord<"Lstm" | "Gru">,
+  output: Tensor,
+  dIh: Tensor,
+  dHh: Tensor,
+  states: Tensor[],
+): (Tensor | null)[] {
+  const [x, weightIh] = [0, 1].map((i) => r.savedTensor(i));
+  const h0 = r.savedTensor(5);
+  const [n, steps, inputs] = x.shape;
+  const hidden = h0.shape[1];
+  const rows = (t: Tensor) => reshape(contiguous(t), [n * steps, t.shape[2]]);
+  const out: (Tensor | null)[] = [];
+  out.push(r.needsGrad(0) ? reshape(matmul(rows(dIh), weightIh), [n, steps, inputs]) : null);
+  out.push(r.needsGrad(1) ? matmul(transpose(rows(dIh), 0, 1), rows(x)) : null);
+  if (r.needsGrad(2)) {
+    const previous = steps === 1
+      ? unsqueeze(h0, 1)
+      : concat([unsqueeze(h0, 1), slice(output, 1, 0, steps - 1)], 1);
+    out.push(matmul(transpose(rows(dHh), 0, 1), rows(previous)));
+  } else out.push(null);
+  const a = r.attrs;
+  let i = 3;
+  if (a.hasBiasIh) out.push(r.needsGrad(i++) ? sum(rows(dIh), 0) : null);
+  if (a.hasBiasHh) out.push(r.needsGrad(i++) ? sum(rows(dHh), 0) : null);
+  for (const [given, d] of [[a.hasH0, states[0]], [a.hasC0, states[1]]] as const) {
+    if (given) out.push(r.needsGrad(i++) ? reshape(d, [1, n, hidden]) : null);
+  }
+  return out;
+}
+
+/**
+ * The Lstm rule: backward through time from the last step, one cell kernel call per step (the gate gradients
+ * of step t into a stacked [N, T, 4H] buffer, dc carried in place) and one product dh = dgates_t·W_hh; then
+ * the weight gradients over all steps at once (`layerGradients`). `g` is the gradient of the op's buffer
+ * [N·T·H + T·N·H]: the output's and each step cell state's.
+ */
+export function lstmBackward(r: BackwardRecord<"Lstm">, g: Tensor): (Tensor | null)[] {
+  const op = "lstm";
+  const [weightHh, all, saved, c0] = [2, 3, 4, 6].map((i) => r.savedTensor(i));
+  const [steps, n, width] = saved.shape;
+  const h = width / 4;
+  const cells = n * steps * h;
+  const grad = contiguous(g);
+  const gates = newOutput(op, [n, steps, 4 * h]);
+  const dh = allocate(op, [n, h], DType.F32, true, { scoped: true });
+  const dc = allocate(op, [n, h], DType.F32, true, { scoped: true });
+  const params: RnnCellParams = {
+    op: RnnCellOp.LstmBackward,
+    batch: n,
+    hidden: h,
+    hasBias: false,
+    hasInputBias: false,
+    save: false,
+    strides: [steps * h, steps * 4 * h, 0],
+  };
+  for (let t = steps - 1; t >= 0; t--) {
+    const dGates = rowsOf(op, gates, t * 4 * h, steps * 4 * h);
+    cell(params, [
+      rowsOf(op, saved, t * n * 4 * h, 4 * h),
+      rowsOf(op, all, cells + t * n * h, h),
+      t === 0 ? rowsOf(op, c0, 0, h) : rowsOf(op, all, cells + (t - 1) * n * h, h),
+      dh.operand(op),
+      rowsOf(op, grad, t * h, steps * h),
+      rowsOf(op, grad, cells + t * n * h, h),
+      dc.operand(op),
+      dGates,
+    ]);
+    gemmInto(dh.operand(op), dGates, weightHh.operand(op), n, h, 4 * h);
+  }
+  const output = reshape(slice(all, 0, 0, cells), [n, steps, h]);
+  return layerGradients(r, output, gates, gates, [dh, dc]);
+}
+
+/**
+ * The Gru rule: backward through time as `lstmBackward`, the cell kernel writing each step's input-side and
+ * hidden-side gate gradients (they differ in n's, which the hidden side has times r) and dh·z along the z path,
+ * one product dh = dgates_hh,t·W_hh per step; then `layerGradients`.
+ */
+export function gruBackward(r: BackwardRecord<"Gru">, g: Tensor): (Tensor | null)[] {
+  const op = "gru";
+  const [weightHh, output, saved, h0] = [2, 3, 4, 5].map((i) => r.savedTensor(i));
+  const [steps, n, width] = saved.shape;
+  const h = width / 4;
+  const grad = contiguous(g);
+  const [dIh, dHh] = [0, 1].map(() => newOutput(op, [n, steps, 3 * h]));
+  const dh = allocate(op, [n, h], DType.F32, true, { scoped: true });
+  const dz = allocate(op, [n, h], DType.F32, true, { scoped: true });
+  for (let t = steps - 1; t >= 0; t--) {
+    const params: RnnCellParams = {
+      op: RnnCellOp.GruBackward,
+      batch: n,
+      hidden: h,
+      hasBias: false,
+      hasInputBias: false,
+      save: false,
+      strides: [steps * h, steps * 3 * h, t === 0 ? h : steps * h],
+    };
+    const dGates = rowsOf(op, dHh, t * 3 * h, steps * 3 * h);
+    cell(params, [
+      rowsOf(op, saved, t * n * 4 * h, 4 * h),
+      t === 0 ? rowsOf(op, h0, 0, h) : rowsOf(op, output, (t - 1) * h, steps * h),
+      dh.operand(op),
+      dz.operand(op),
+      rowsOf(op, grad, t * h, steps * h),
+      rowsOf(op, dIh, t * 3 * h, steps * 3 * h),
+      dGates,
+    ]);
+    gemmInto(dh.operand(op), dGates, weightHh.operand(op), n, h, 3 * h);
+  }
+  return layerGradients(r, output, dIh, dHh, [add(dh, dz)]);
 }
 
 /** Options of `ctcLoss`. */

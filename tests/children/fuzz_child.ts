@@ -148,6 +148,27 @@ function seedOf(rng: Rng): never {
   return (seed === undefined ? 7 : seed) as never;
 }
 
+/** ops.lstm (4 gates) or ops.gru (3) on random, often strided or mis-shaped, operands and states. */
+function recurrentCall(r: Rng, gates: number): Tensor {
+  const [n, steps, hidden] = [r.int(3), r.int(3) + (r.chance(0.9) ? 1 : 0), 1 + r.int(3)];
+  const weights = {
+    weightIh: randomTensor(r, DType.F32, [gates * hidden, 2]),
+    weightHh: randomTensor(r, DType.F32, [gates * hidden, hidden]),
+    ...(r.chance(0.5) ? { biasIh: randomTensor(r, DType.F32, [gates * hidden]) } : {}),
+    ...(r.chance(0.5) ? { biasHh: randomTensor(r, DType.F32, [gates * hidden]) } : {}),
+  };
+  const x = randomTensor(r, DType.F32, [n, steps, 2]);
+  const state = () => randomTensor(r, DType.F32, [1, n, hidden]);
+  const options = r.chance(0.3)
+    ? randomOptions(r, gates === 4 ? ["h0", "c0"] : ["h0"])
+    : gates === 4
+    ? { h0: state(), c0: state() }
+    : { h0: state() };
+  return gates === 4
+    ? ops.lstm(x, weights, options as never).c
+    : ops.gru(x, weights, options as never).output;
+}
+
 /** Every public constructor, method and op, with random (often wrong) arguments. */
 const CALLS: Record<string, Call> = {
   from: (r) =>
@@ -386,6 +407,8 @@ const CALLS: Record<string, Call> = {
       r.chance(0.8) ? [2, 1] : [r.int(4) - 1, 9] as never,
       randomOptions(r, ["blank", "zeroInfinity"]) as never,
     ),
+  lstm: (r) => recurrentCall(r, 4),
+  gru: (r) => recurrentCall(r, 3),
   crossEntropy: (r) => {
     const x = randomTensor(r, DType.F32, r.chance(0.8) ? [2, 3] : randomShape(r));
     const target = r.chance(0.3)

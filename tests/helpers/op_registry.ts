@@ -862,6 +862,24 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
         return R.lstm(x, { wIh, wHh, bIh, bHh }, zeros, zeros).output;
       },
     },
+    {
+      name: "lstm (strided x, weights, h0, c0; no biases; 5 hidden units)",
+      shapes: [[2, 3, 3], [20, 3], [20, 5], [1, 2, 5], [1, 2, 5]],
+      f32: ([x, weightIh, weightHh, h0, c0]) => {
+        const r = ops.lstm(x, { weightIh, weightHh }, { h0, c0 });
+        return ops.concat([ops.reshape(r.output, [-1]), ops.reshape(r.c, [-1])]);
+      },
+      f64: ([x, wIh, wHh, h0, c0]) => {
+        const r = R.lstm(
+          x,
+          { wIh, wHh, bIh: null, bHh: null },
+          R.f64([2, 5], h0.data),
+          R.f64([2, 5], c0.data),
+        );
+        return R.flatJoin([r.output, r.c]);
+      },
+      strided: true,
+    },
   ],
   gru: [
     {
@@ -871,6 +889,13 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
         ops.gru(x, { weightIh, weightHh, biasIh, biasHh }).output,
       f64: ([x, wIh, wHh, bIh, bHh]) =>
         R.gru(x, { wIh, wHh, bIh, bHh }, R.f64([2, 2], new Float64Array(4))).output,
+    },
+    {
+      name: "gru (strided x, weights, hidden bias only, h0; 5 hidden units)",
+      shapes: [[2, 3, 3], [15, 3], [15, 5], [15], [1, 2, 5]],
+      f32: ([x, weightIh, weightHh, biasHh, h0]) => ops.gru(x, { weightIh, weightHh, biasHh }, { h0 }).output,
+      f64: ([x, wIh, wHh, bHh, h0]) => R.gru(x, { wIh, wHh, bIh: null, bHh }, R.f64([2, 5], h0.data)).output,
+      strided: true,
     },
   ],
   ctcLoss: [

@@ -25,4 +25,5 @@ pub const KernelTable = extern struct {
     index: @import("index.zig").Table,
     ctc: @import("ctc.zig").Table,
     nll: @import("nll.zig").Table,
+    rnn: @import("rnn.zig").Table,
 };

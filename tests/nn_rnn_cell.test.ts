@@ -1,0 +1,99 @@
+// The native recurrent cell kernel (zig/kernels/rnn.zig) against the reference (src/kernels/rnn.ts): the four
+// cell ops on random steps within the documented bounds under every ISA variant the host runs, with the same
+// bits across variants and thread counts; and the fused layers' exact forward pass equal, bit for bit, to the
+// composition of element-wise kernels it replaces.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { kernelInfo } from "../src/native/kernel_info.ts";
+import { runChild } from "./helpers/subprocess.ts";
+import { RNN_EXACT_BOUND, RNN_FAST_BOUND, rnnConformanceRun } from "./helpers/rnn_conformance.ts";
+import { ActivationScope, ops, Tensor, TensorCompute } from "../mod.ts";
+
+const info = kernelInfo();
+const runnable = info.variants.filter((isa) => info.supported.includes(isa));
+
+test("the cell kernel matches the reference under every variant the host runs, with the same bits in each", () => {
+  const hashes = new Map<string, number>();
+  for (const isa of runnable) {
+    const child = runChild(new URL("./children/rnn_child.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
+    assert.equal(child.status, 0, child.stderr);
+    const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!);
+    assert.equal(report.isa, isa);
+    assert.deepEqual(report.failures, [], isa);
+    assert.equal(report.cases, 80);
+    assert.ok(report.elements > 20_000, `${isa}: ${report.elements} elements`);
+    assert.ok(report.worst.exact <= RNN_EXACT_BOUND && report.worst.fast <= RNN_FAST_BOUND);
+    // Fast mode is another arithmetic: it differs somewhere.
+    assert.ok(report.worst.fast > 0, `${isa}: fast mode gave the exact results`);
+    hashes.set(isa, report.exactHash);
+  }
+  assert.ok(hashes.size >= 1);
+  assert.equal(new Set(hashes.values()).size, 1, JSON.stringify(Object.fromEntries(hashes)));
+});
+
+/** The single-layer LSTM as element-wise ops (the composition ops.lstm replaced), [N, T, H] and final c. */
+function composedLstm(x: Tensor, w: { weightIh: Tensor; weightHh: Tensor; biasIh: Tensor; biasHh: Tensor }) {
+  const [n, steps] = x.shape;
+  const hidden = w.weightHh.shape[1];
+  const gate = (t: Tensor, i: number) => ops.slice(t, 1, i * hidden, (i + 1) * hidden);
+  const projected = ops.linear(x, w.weightIh, w.biasIh);
+  let h = Tensor.zeros([n, hidden]);
+  let c = Tensor.zeros([n, hidden]);
+  const outputs: Tensor[] = [];
+  for (let t = 0; t < steps; t++) {
+    const gates = ops.add(ops.select(projected, 1, t), ops.linear(h, w.weightHh, w.biasHh));
+    const [i, f, o] = [0, 1, 3].map((g) => ops.sigmoid(gate(gates, g)));
+    c = ops.add(ops.mul(f, c), ops.mul(i, ops.tanh(gate(gates, 2))));
+    h = ops.mul(o, ops.tanh(c));
+    outputs.push(ops.unsqueeze(h, 1));
+  }
+  return { output: ops.concat(outputs, 1), c };
+}
+
+/** The single-layer GRU as element-wise ops. */
+function composedGru(x: Tensor, w: { weightIh: Tensor; weightHh: Tensor; biasIh: Tensor; biasHh: Tensor }) {
+  const [n, steps] = x.shape;
+  const hidden = w.weightHh.shape[1];
+  const gate = (t: Tensor, i: number) => ops.slice(t, 1, i * hidden, (i + 1) * hidden);
+  const projected = ops.linear(x, w.weightIh, w.biasIh);
+  let h = Tensor.zeros([n, hidden]);
+  const outputs: Tensor[] = [];
+  for (let t = 0; t < steps; t++) {
+    const fromInput = ops.select(projected, 1, t);
+    const fromHidden = ops.linear(h, w.weightHh, w.biasHh);
+    const [r, z] = [0, 1].map((g) => ops.sigmoid(ops.add(gate(fromInput, g), gate(fromHidden, g))));
+    const candidate = ops.tanh(ops.add(gate(fromInput, 2), ops.mul(r, gate(fromHidden, 2))));
+    h = ops.add(candidate, ops.mul(z, ops.sub(h, candidate)));
+    outputs.push(ops.unsqueeze(h, 1));
+  }
+  return ops.concat(outputs, 1);
+}
+
+test("the fused lstm and gru give the composition's bits in exact mode (19 hidden units: vector and tail)", () => {
+  TensorCompute.run({ mode: "exact" }, () => {
+    using _ = new ActivationScope();
+    const x = Tensor.randn([5, 7, 6], { seed: 60 });
+    for (const gates of [4, 3]) {
+      const w = {
+        weightIh: Tensor.randn([gates * 19, 6], { seed: 61 }),
+        weightHh: Tensor.randn([gates * 19, 19], { seed: 62 }),
+        biasIh: Tensor.randn([gates * 19], { seed: 63 }),
+        biasHh: Tensor.randn([gates * 19], { seed: 64 }),
+      };
+      if (gates === 4) {
+        const fused = ops.lstm(x, w);
+        const composed = composedLstm(x, w);
+        assert.deepEqual(fused.output.toArray(), composed.output.toArray());
+        assert.deepEqual(ops.squeeze(fused.c, 0).toArray(), composed.c.toArray());
+      } else {
+        assert.deepEqual(ops.gru(x, w).output.toArray(), composedGru(x, w).toArray());
+      }
+    }
+  });
+});
+
+test("the cell kernel gives the same bits on 1 and 4 threads in the conformance run", () => {
+  const report = rnnConformanceRun(5, 24);
+  assert.deepEqual(report.failures, []);
+  assert.equal(report.cases, 24);
+});

@@ -1,0 +1,301 @@
+//! The point-wise part of one step of an LSTM or GRU layer, forward and backward, over the N rows of a batch
+//! (the matrix products of a step run in the GEMM kernel; `src/ops/sequence.ts` drives the time loop). The
+//! arithmetic is the element-wise composition's, operation for operation: f32 additions and products, and
+//! sigmoid/tanh that are, in exact mode, the f64 functions of math.zig rounded once (as `unary.zig` computes
+//! them), so an exact forward step is the same bits as the composition of element-wise kernels, on every ISA
+//! and thread count; in fast mode they are math.zig's f32 approximations (`fast_bounds.sigmoid`/`.tanh`).
+//! The TypeScript reference (`src/kernels/rnn.ts`) spells out the same formulas.
+//!
+//! Argument block: op = 0 LSTM forward, 1 LSTM backward, 2 GRU forward, 3 GRU backward; ints[0] = N,
+//! ints[1] = H, ints[2] = flags (bit 0: a hidden bias is given, bit 1: save the activations, bit 2: an input
+//! bias is given, added to pre as the composition's linear layer adds it), ints[3..6] =
+//! the row strides A, B, C (in elements) of the strided operands, ints[6..14] = the element offsets of the
+//! eight operands. Every other operand has contiguous rows (4H, 3H or H wide). Operands by op (G = 4 for the
+//! LSTM, 3 for the GRU):
+//! - LSTM forward: 0 pre [N, 4H] (rows A apart: the input projection of the step), 1 hh [N, 4H] (the step's
+//!   h·W_hhᵀ), 2 b_hh [4H], 3 c_prev [N, H], 4 h [N, H] (rows B apart), 5 c [N, H], 6 saved [N, 4H]: the
+//!   activated gates i, f, g, o, 7 b_ih [4H].
+//! - LSTM backward: 0 saved [N, 4H], 1 c [N, H], 2 c_prev [N, H], 3 dh from the next step [N, H], 4 the
+//!   output gradient of the step [N, H] (rows A apart), 5 the cell gradient of the step [N, H], 6 dc [N, H]
+//!   (read: from the next step; written: to the previous one), 7 the gate gradients [N, 4H] (rows B apart).
+//! - GRU forward: 0 pre [N, 3H] (rows A), 1 hh [N, 3H], 2 b_hh [3H], 3 h_prev [N, H] (rows C), 4 h [N, H]
+//!   (rows B), 5 saved [N, 4H]: r, z, n and the hidden part of n's pre-activation (W_hn·h + b_hn), 6 b_ih [3H].
+//! - GRU backward: 0 saved [N, 4H], 1 h_prev [N, H] (rows C), 2 dh through W_hh from the next step [N, H],
+//!   3 dh along the z path [N, H] (read, then written for the previous step), 4 the output gradient [N, H]
+//!   (rows A), 5 the input-side gate gradients [N, 3H] (rows B), 6 the hidden-side ones [N, 3H] (rows B).
+const std = @import("std");
+const abi = @import("../abi.zig");
+const table = @import("table.zig");
+const math = @import("math.zig");
+const lanes = @import("elementwise.zig").lanes;
+
+/// One step of a recurrent cell; see the file comment for the argument block and the operands.
+pub const CellFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [8][*]f32) callconv(.c) void;
+
+/// This family's entries in the kernel table.
+pub const Table = extern struct {
+    cell_f32: CellFn,
+};
+
+pub const table_entries: Table = .{ .cell_f32 = cellF32 };
+
+fn F32(comptime n: usize) type {
+    return @Vector(n, f32);
+}
+
+inline fn load(comptime n: usize, p: [*]const f32) F32(n) {
+    return p[0..n].*;
+}
+
+inline fn store(comptime n: usize, p: [*]f32, v: F32(n)) void {
+    p[0..n].* = v;
+}
+
+inline fn one(comptime n: usize) F32(n) {
+    return @splat(1);
+}
+
+inline fn sigmoid(comptime n: usize, comptime exact: bool, x: F32(n)) F32(n) {
+    if (exact) return @floatCast(math.sigmoidV(n, @floatCast(x)));
+    return math.sigmoidFast(n, x);
+}
+
+inline fn tanh(comptime n: usize, comptime exact: bool, x: F32(n)) F32(n) {
+    if (exact) return @floatCast(math.tanhV(n, @floatCast(x)));
+    return math.tanhFast(n, x);
+}
+
+/// The problem of one call, the operands' row starts resolved per row by `row`.
+const Cell = struct {
+    op: i32,
+    batch: usize,
+    hidden: usize,
+    bias: bool,
+    save: bool,
+    input_bias: bool,
+    strides: [3]usize,
+    p: [8][*]f32,
+
+    /// Operand k's row r, with `stride` between rows.
+    fn rowOf(c: *const Cell, k: usize, r: usize, stride: usize) [*]f32 {
+        return c.p[k] + r * stride;
+    }
+
+    fn rowLstmForward(c: *const Cell, comptime exact: bool, r: usize) void {
+        const h = c.hidden;
+        const rows = .{ c.rowOf(0, r, c.strides[0]), c.rowOf(1, r, 4 * h), c.p[2], c.rowOf(3, r, h), c.rowOf(4, r, c.strides[1]), c.rowOf(5, r, h), c.rowOf(6, r, 4 * h), c.p[7] };
+        var j: usize = 0;
+        while (j + lanes <= h) : (j += lanes) c.lstmForward(lanes, exact, rows, j);
+        while (j < h) : (j += 1) c.lstmForward(1, exact, rows, j);
+    }
+
+    /// The input side of gate k: the step's projection plus b_ih when given.
+    inline fn input(c: *const Cell, comptime n: usize, pre: [*]f32, b_ih: [*]f32, k: usize, j: usize) F32(n) {
+        const at = k * c.hidden + j;
+        return if (c.input_bias) load(n, pre + at) + load(n, b_ih + at) else load(n, pre + at);
+    }
+
+    /// The hidden side of gate k: h·W_hhᵀ plus b_hh when given.
+    inline fn recurrent(c: *const Cell, comptime n: usize, hh: [*]f32, b: [*]f32, k: usize, j: usize) F32(n) {
+        const at = k * c.hidden + j;
+        return if (c.bias) load(n, hh + at) + load(n, b + at) else load(n, hh + at);
+    }
+
+    inline fn gate(c: *const Cell, comptime n: usize, pre: [*]f32, b_ih: [*]f32, hh: [*]f32, b: [*]f32, k: usize, j: usize) F32(n) {
+        return c.input(n, pre, b_ih, k, j) + c.recurrent(n, hh, b, k, j);
+    }
+
+    inline fn lstmForward(c: *const Cell, comptime n: usize, comptime exact: bool, rows: anytype, j: usize) void {
+        const h = c.hidden;
+        const bias_ih = 7;
+        const i = sigmoid(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 0, j));
+        const f = sigmoid(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 1, j));
+        const g = tanh(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 2, j));
+        const o = sigmoid(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 3, j));
+        const cell = f * load(n, rows[3] + j) + i * g;
+        store(n, rows[5] + j, cell);
+        store(n, rows[4] + j, o * tanh(n, exact, cell));
+        if (c.save) {
+            store(n, rows[6] + j, i);
+            store(n, rows[6] + h + j, f);
+            store(n, rows[6] + 2 * h + j, g);
+            store(n, rows[6] + 3 * h + j, o);
+        }
+    }
+
+    fn rowLstmBackward(c: *const Cell, comptime exact: bool, r: usize) void {
+        const h = c.hidden;
+        const rows = .{ c.rowOf(0, r, 4 * h), c.rowOf(1, r, h), c.rowOf(2, r, h), c.rowOf(3, r, h), c.rowOf(4, r, c.strides[0]), c.rowOf(5, r, h), c.rowOf(6, r, h), c.rowOf(7, r, c.strides[1]) };
+        var j: usize = 0;
+        while (j + lanes <= h) : (j += lanes) c.lstmBackward(lanes, exact, rows, j);
+        while (j < h) : (j += 1) c.lstmBackward(1, exact, rows, j);
+    }
+
+    inline fn lstmBackward(c: *const Cell, comptime n: usize, comptime exact: bool, rows: anytype, j: usize) void {
+        const h = c.hidden;
+        const s = rows[0];
+        const i = load(n, s + j);
+        const f = load(n, s + h + j);
+        const g = load(n, s + 2 * h + j);
+        const o = load(n, s + 3 * h + j);
+        const tc = tanh(n, exact, load(n, rows[1] + j));
+        const dh = load(n, rows[3] + j) + load(n, rows[4] + j);
+        const dc = (load(n, rows[6] + j) + load(n, rows[5] + j)) + (dh * o) * (one(n) - tc * tc);
+        const d = rows[7];
+        store(n, d + j, ((dc * g) * i) * (one(n) - i));
+        store(n, d + h + j, ((dc * load(n, rows[2] + j)) * f) * (one(n) - f));
+        store(n, d + 2 * h + j, (dc * i) * (one(n) - g * g));
+        store(n, d + 3 * h + j, ((dh * tc) * o) * (one(n) - o));
+        store(n, rows[6] + j, dc * f);
+    }
+
+    fn rowGruForward(c: *const Cell, comptime exact: bool, r: usize) void {
+        const h = c.hidden;
+        const rows = .{ c.rowOf(0, r, c.strides[0]), c.rowOf(1, r, 3 * h), c.p[2], c.rowOf(3, r, c.strides[2]), c.rowOf(4, r, c.strides[1]), c.rowOf(5, r, 4 * h), c.p[6] };
+        var j: usize = 0;
+        while (j + lanes <= h) : (j += lanes) c.gruForward(lanes, exact, rows, j);
+        while (j < h) : (j += 1) c.gruForward(1, exact, rows, j);
+    }
+
+    inline fn gruForward(c: *const Cell, comptime n: usize, comptime exact: bool, rows: anytype, j: usize) void {
+        const h = c.hidden;
+        const bias_ih = 6;
+        const r = sigmoid(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 0, j));
+        const z = sigmoid(n, exact, c.gate(n, rows[0], rows[bias_ih], rows[1], rows[2], 1, j));
+        const hn = c.recurrent(n, rows[1], rows[2], 2, j);
+        const cand = tanh(n, exact, c.input(n, rows[0], rows[bias_ih], 2, j) + r * hn);
+        store(n, rows[4] + j, cand + z * (load(n, rows[3] + j) - cand));
+        if (c.save) {
+            store(n, rows[5] + j, r);
+            store(n, rows[5] + h + j, z);
+            store(n, rows[5] + 2 * h + j, cand);
+            store(n, rows[5] + 3 * h + j, hn);
+        }
+    }
+
+    fn rowGruBackward(c: *const Cell, r: usize) void {
+        const h = c.hidden;
+        const rows = .{ c.rowOf(0, r, 4 * h), c.rowOf(1, r, c.strides[2]), c.rowOf(2, r, h), c.rowOf(3, r, h), c.rowOf(4, r, c.strides[0]), c.rowOf(5, r, c.strides[1]), c.rowOf(6, r, c.strides[1]) };
+        var j: usize = 0;
+        while (j + lanes <= h) : (j += lanes) c.gruBackward(lanes, rows, j);
+        while (j < h) : (j += 1) c.gruBackward(1, rows, j);
+    }
+
+    inline fn gruBackward(c: *const Cell, comptime n: usize, rows: anytype, j: usize) void {
+        const h = c.hidden;
+        const s = rows[0];
+        const r = load(n, s + j);
+        const z = load(n, s + h + j);
+        const cand = load(n, s + 2 * h + j);
+        const hn = load(n, s + 3 * h + j);
+        const dh = (load(n, rows[2] + j) + load(n, rows[3] + j)) + load(n, rows[4] + j);
+        const dn = (dh * (one(n) - z)) * (one(n) - cand * cand);
+        const dz = ((dh * (load(n, rows[1] + j) - cand)) * z) * (one(n) - z);
+        const dr = ((dn * hn) * r) * (one(n) - r);
+        inline for (.{ rows[5], rows[6] }, 0..) |d, side| {
+            store(n, d + j, dr);
+            store(n, d + h + j, dz);
+            store(n, d + 2 * h + j, if (side == 0) dn else dn * r);
+        }
+        store(n, rows[3] + j, dh * z);
+    }
+
+    fn row(c: *const Cell, comptime exact: bool, r: usize) void {
+        switch (c.op) {
+            0 => c.rowLstmForward(exact, r),
+            1 => c.rowLstmBackward(exact, r),
+            2 => c.rowGruForward(exact, r),
+            else => c.rowGruBackward(r),
+        }
+    }
+};
+
+fn cellF32(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [8][*]f32) callconv(.c) void {
+    for (args.ints[0..14]) |v| std.debug.assert(v >= 0);
+    std.debug.assert(args.op >= 0 and args.op <= 3);
+    const u = struct {
+        fn of(v: i32) usize {
+            return @intCast(v);
+        }
+    }.of;
+    var c: Cell = .{
+        .op = args.op,
+        .batch = u(args.ints[0]),
+        .hidden = u(args.ints[1]),
+        .bias = args.ints[2] & 1 != 0,
+        .save = args.ints[2] & 2 != 0,
+        .input_bias = args.ints[2] & 4 != 0,
+        .strides = .{ u(args.ints[3]), u(args.ints[4]), u(args.ints[5]) },
+        .p = undefined,
+    };
+    for (0..8) |k| c.p[k] = operands[k] + u(args.ints[6 + k]);
+    const Job = struct {
+        fn exact(context: *anyopaque, task: u32) callconv(.c) void {
+            const cell: *const Cell = @ptrCast(@alignCast(context));
+            cell.row(true, task);
+        }
+        fn fast(context: *anyopaque, task: u32) callconv(.c) void {
+            const cell: *const Cell = @ptrCast(@alignCast(context));
+            cell.row(false, task);
+        }
+    };
+    if (c.batch == 0 or c.hidden == 0) return;
+    // A row holds 3H or 4H gates with their transcendentals: worth a task when the rows are wide.
+    const wanted = @max(1, @min(u(@max(args.threads, 1)), c.batch * c.hidden / 256));
+    const threads: u32 = @intCast(@min(wanted, c.batch));
+    rt.parallelFor(@ptrCast(&c), @intCast(c.batch), threads, if (args.mode == 1) Job.exact else Job.fast);
+}
+
+// --- tests ---
+
+/// The runtime of the tests: tasks run in order on the calling thread.
+const serial: table.Runtime = .{ .parallel_for = struct {
+    fn run(context: *anyopaque, tasks: u32, _: u32, task: table.TaskFn) callconv(.c) void {
+        for (0..tasks) |i| task(context, @intCast(i));
+    }
+}.run };
+
+test "an LSTM step with zero gates halves the cell state, and its backward pass gives σ'(0)-scaled gradients" {
+    // N = 1, H = 5 (a vector part and a scalar tail for small lane counts).
+    const h = 5;
+    var zeros = [_]f32{0} ** (4 * h);
+    var c_prev = [_]f32{2} ** h;
+    var h_out = [_]f32{0} ** h;
+    var c_out = [_]f32{0} ** h;
+    var saved = [_]f32{0} ** (4 * h);
+    var args = std.mem.zeroes(abi.ArgBlock);
+    args.mode = 1;
+    args.threads = 1;
+    args.ints[0] = 1;
+    args.ints[1] = h;
+    args.ints[2] = 2;
+    args.ints[3] = 4 * h;
+    args.ints[4] = h;
+    const ops: [8][*]f32 = .{ &zeros, &zeros, &zeros, &c_prev, &h_out, &c_out, &saved, &zeros };
+    cellF32(&serial, &args, &ops);
+    for (0..h) |j| {
+        // i = f = o = 1/2, g = 0: c = 1, h = tanh(1)/2.
+        try std.testing.expectEqual(@as(f32, 1), c_out[j]);
+        try std.testing.expectEqual(@as(f32, @floatCast(math.tanh(1) / 2)), h_out[j]);
+        try std.testing.expectEqual(@as(f32, 0.5), saved[j]);
+        try std.testing.expectEqual(@as(f32, 0), saved[2 * h + j]);
+    }
+    // Backward with dh = 0, an output gradient of 1 and no cell gradient from later steps.
+    var ones = [_]f32{1} ** h;
+    var dc = [_]f32{0} ** h;
+    var dg = [_]f32{0} ** (4 * h);
+    args.op = 1;
+    args.ints[3] = h;
+    args.ints[4] = 4 * h;
+    const back: [8][*]f32 = .{ &saved, &c_out, &c_prev, &zeros, &ones, &zeros, &dc, &dg };
+    cellF32(&serial, &args, &back);
+    const tc: f32 = @floatCast(math.tanh(1));
+    const dc_total = 0.5 * (1 - tc * tc);
+    for (0..h) |j| {
+        try std.testing.expectEqual(dc_total * 0.5, dc[j]);
+        try std.testing.expectEqual(dc_total * 0 * 0.5 * 0.5, dg[j]);
+        try std.testing.expectEqual(((dc_total * 2) * 0.5) * 0.5, dg[h + j]);
+        try std.testing.expectEqual(dc_total * 0.5, dg[2 * h + j]);
+        try std.testing.expectEqual(((tc * 0.5) * 0.5), dg[3 * h + j]);
+    }
+}
