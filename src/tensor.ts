@@ -1464,7 +1464,7 @@ function creatorOptions(op: string, options: TensorOptions): TensorOptions {
 /** The dtype of a creator's options: F32 unless given. */
 function optionDType(options: TensorOptions, op: string): DType {
   creatorOptions(op, options);
-  return options.dtype === undefined ? 1 : toDType(options.dtype, op);
+  return options.dtype === undefined ? DType.F32 : toDType(options.dtype, op);
 }
 
 /** The element count of `arange(start, end, step)`, as PyTorch: ⌈(end − start) / step⌉, checked. */

@@ -7,6 +7,7 @@
  */
 import { computeSettings, kernels } from "../context.ts";
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
+import { DType } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { Tensor } from "../tensor.ts";
 import type { OptimizerStep } from "../kernels/optim.ts";
@@ -201,7 +202,7 @@ export abstract class Optimizer<H extends Hyperparameters = Hyperparameters> imp
   }
 
   #check(p: Tensor, grad: Tensor): void {
-    if (p.dtype !== 1 || grad.dtype !== 1) {
+    if (p.dtype !== DType.F32 || grad.dtype !== DType.F32) {
       throw new DTypeError(this.name, "parameters and gradients must be F32");
     }
     if (!p.isContiguous || !grad.isContiguous || grad.shape.join() !== p.shape.join()) {
