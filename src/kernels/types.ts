@@ -14,6 +14,7 @@ import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table
 import type { OptimizerStepKernel } from "./optim.ts";
 import type { CtcKernel } from "./ctc.ts";
 import type { ConvKernels } from "./conv.ts";
+import type { SelectKernel } from "./select.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -273,8 +274,15 @@ export interface SequenceKernels {
   readonly ctc: CtcKernel;
 }
 
-/** A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence and convolution kernels. */
+/** The select kernel (src/kernels/select.ts). */
+export interface SelectKernels {
+  /** `out = cond ? a : b` for elements of 1, 2, 4 or 8 bytes (`where`). */
+  readonly select: SelectKernel;
+}
+
+/** A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence, convolution and select kernels. */
 export type KernelSet =
+  & SelectKernels
   & TensorKernels
   & MovementKernels
   & BlockKernels

@@ -63,6 +63,7 @@ export const symbols = {
   zt_conv_fold_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
   zt_optim_step_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
   zt_index_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
+  zt_select: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
   zt_ctc_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
   // benchmarks only: the machine's limits, measured by the selected variant
   zt_bench_fma_f32: { parameters: ["u32"], result: "f64" },
