@@ -255,7 +255,9 @@ export class TransformerEncoderLayer extends Module<[Tensor, AttentionMasks?]> {
     this.dropout1 = this.module("dropout1", new Dropout(p));
     this.dropout2 = this.module("dropout2", new Dropout(p));
     this.#normFirst = options.normFirst ?? false;
-    this.#activation = (options.activation ?? "relu") === "relu" ? ops.relu : ops.gelu;
+    this.#activation = (options.activation ?? "relu") === "relu"
+      ? ops.relu
+      : (x: Tensor) => ops.gelu(x, { approximate: "tanh" });
   }
 
   forward(src: Tensor, masks: AttentionMasks = {}): Tensor {

@@ -512,10 +512,12 @@ inline fn erfcTailFast(comptime n: usize, a: @Vector(n, f32), z_hi: @Vector(n, f
 /// then `erfcTailFast` from s = -4), so negative inputs keep their relative accuracy; s² = x²/2 is taken
 /// from x (not from the rounded s), so the exponent carries no rounding of s. gelu(-inf) = -0.
 pub fn geluErfFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
-    const s = x * splat(n, @floatCast(sqrt1_2));
-    const x2 = x * x;
+    // Below -16, Φ(x) rounds to 0 in f32: clamping keeps x² finite (NaN becomes -16 and is restored by x·Φ).
+    const xc = @max(x, splat(n, -16.0));
+    const s = xc * splat(n, @floatCast(sqrt1_2));
+    const x2 = xc * xc;
     const z_hi = x2 * splat(n, 0.5);
-    const z_lo = squareError(n, x, x2) * splat(n, 0.5);
+    const z_lo = squareError(n, xc, x2) * splat(n, 0.5);
     const a = -s;
     const head = erfcFast(n, @min(@max(a, splat(n, 1.0)), splat(n, 4.0)), z_hi, z_lo);
     const tail = erfcTailFast(n, @max(a, splat(n, 4.0)), z_hi, z_lo);
