@@ -197,7 +197,7 @@ export interface TransformerEncoderLayerOptions {
   readonly dimFeedforward?: number;
   /** @default 0.1 */
   readonly dropout?: number;
-  /** The feed-forward activation ("gelu" is the tanh form). @default "relu" */
+  /** The feed-forward activation ("gelu" is GELU's tanh form; PyTorch's "gelu" is the erf form). @default "relu" */
   readonly activation?: "relu" | "gelu";
   /** @default 1e-5 */
   readonly layerNormEps?: number;

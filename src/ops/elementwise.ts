@@ -516,7 +516,7 @@ export function square(x: Tensor): Tensor {
 /** A number as a rank-0 tensor of `dtype` in the current scope (the caller checked that it fits). */
 function scalarOf(value: number, dtype: DType): Tensor {
   const t = allocate("where", [], dtype, false, { scoped: true });
-  t.data()[0] = encodeElement(dtypeInfo(dtype), value, "where") as never;
+  t.fill(value);
   return t;
 }
 
