@@ -57,6 +57,7 @@ export type {
 export type {
   ClampOptions,
   EluOptions,
+  GeluOptions,
   HardtanhOptions,
   LeakyReluOptions,
   SoftplusOptions,
@@ -109,6 +110,8 @@ export type { IndexKernels } from "./src/kernels/types.ts";
 export type { IndexKernel, IndexOp } from "./src/kernels/indexing.ts";
 export type { CtcKernel, CtcParams } from "./src/kernels/ctc.ts";
 export type { ConvKernels, ConvWindowParams } from "./src/kernels/conv.ts";
+export type { SelectKernels } from "./src/kernels/types.ts";
+export type { SelectKernel } from "./src/kernels/select.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {
