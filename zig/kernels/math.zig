@@ -203,9 +203,11 @@ fn erfcTailV(comptime n: usize, a: F(n)) F(n) {
 /// down to the f32 subnormals. gelu(-inf) = -0 (the limit), gelu(+inf) = +inf.
 pub fn geluErfV(comptime n: usize, x: F(n)) F(n) {
     const s = x * splat64(n, sqrt1_2);
-    const head = splat64(n, 0.5) * (splat64(n, 1) + erfV(n, s));
-    const tail = splat64(n, 0.5) * erfcTailV(n, @max(-s, splat64(n, 4)));
-    const y = x * @select(f64, s > splat64(n, -4), head, tail);
+    var phi = splat64(n, 0.5) * (splat64(n, 1) + erfV(n, s));
+    // The tail is computed only when a lane needs it (a lane's value never depends on its neighbours).
+    const far = s <= splat64(n, -4);
+    if (@reduce(.Or, far)) phi = @select(f64, far, splat64(n, 0.5) * erfcTailV(n, @max(-s, splat64(n, 4))), phi);
+    const y = x * phi;
     return @select(f64, x == splat64(n, -inf64), splat64(n, -0.0), y);
 }
 
@@ -508,22 +510,27 @@ inline fn erfcTailFast(comptime n: usize, a: @Vector(n, f32), z_hi: @Vector(n, f
     return expFast(n, -z_hi) * (splat(n, 1.0) - z_lo) * splat(n, @floatCast(one_over_sqrt_pi)) / t;
 }
 
-/// GELU, erf form: x·Φ(x), Φ(x) = 0.5 + 0.5·erf(s) (s = x/√2) for s > -1, 0.5·erfc(-s) below (`erfcFast`,
-/// then `erfcTailFast` from s = -4), so negative inputs keep their relative accuracy; s² = x²/2 is taken
-/// from x (not from the rounded s), so the exponent carries no rounding of s. gelu(-inf) = -0.
+/// GELU, erf form: x·Φ(x) with s = x/√2 and a = |s|: Φ = 0.5 + 0.5·erf(s) by erf's polynomial for a < 1,
+/// and from erfc(a) beyond, 1 - 0.5·erfc(a) above and 0.5·erfc(a) below (`erfcFast`, then `erfcTailFast`
+/// from s = -4, computed only when a lane needs it), so negative inputs keep their relative accuracy. One
+/// exponential per element; a² = x²/2 is taken from x (not from the rounded s), so the exponent carries no
+/// rounding of s. gelu(-inf) = -0.
 pub fn geluErfFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
-    // Below -16, Φ(x) rounds to 0 in f32: clamping keeps x² finite (NaN becomes -16 and is restored by x·Φ).
-    const xc = @max(x, splat(n, -16.0));
+    const V = @Vector(n, f32);
+    // Beyond ±16, Φ(x) rounds to 0 or 1 in f32: clamping keeps x² finite (NaN becomes -16 and is restored by
+    // x·Φ).
+    const xc = @min(@max(x, splat(n, -16.0)), splat(n, 16.0));
     const s = xc * splat(n, @floatCast(sqrt1_2));
+    const a = @abs(s);
     const x2 = xc * xc;
     const z_hi = x2 * splat(n, 0.5);
     const z_lo = squareError(n, xc, x2) * splat(n, 0.5);
-    const a = -s;
-    const head = erfcFast(n, @min(@max(a, splat(n, 1.0)), splat(n, 4.0)), z_hi, z_lo);
-    const tail = erfcTailFast(n, @max(a, splat(n, 4.0)), z_hi, z_lo);
-    const erfc = @select(f32, a < splat(n, 4.0), head, tail);
-    const phi = @select(f32, s > splat(n, -1.0), mulAdd(@Vector(n, f32), splat(n, 0.5), erfFast(n, s), splat(n, 0.5)), splat(n, 0.5) * erfc);
-    const y = x * phi;
+    var erfc = erfcFast(n, @min(@max(a, splat(n, 1.0)), splat(n, 4.0)), z_hi, z_lo);
+    const far = s < splat(n, -4.0);
+    if (@reduce(.Or, far)) erfc = @select(f32, far, erfcTailFast(n, @max(a, splat(n, 4.0)), z_hi, z_lo), erfc);
+    const small = mulAdd(V, splat(n, 0.5), s * horner(n, s * s, &erf_small), splat(n, 0.5));
+    const large = @select(f32, s > splat(n, 0), splat(n, 1.0) - splat(n, 0.5) * erfc, splat(n, 0.5) * erfc);
+    const y = x * @select(f32, a < splat(n, 1.0), small, large);
     return @select(f32, x == splat(n, -std.math.inf(f32)), splat(n, -0.0), y);
 }
 
