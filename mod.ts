@@ -59,6 +59,7 @@ export type {
 export type {
   ClampOptions,
   EluOptions,
+  GeluOptions,
   HardtanhOptions,
   LeakyReluOptions,
   SoftplusOptions,
@@ -114,6 +115,8 @@ export type { ClassLossKernels } from "./src/kernels/types.ts";
 export type { NllKernel, NllOp, NllParams, NllPhase } from "./src/kernels/nll.ts";
 export type { RnnCellKernel, RnnCellParams } from "./src/kernels/rnn.ts";
 export type { ConvKernels, ConvWindowParams } from "./src/kernels/conv.ts";
+export type { SelectKernels } from "./src/kernels/types.ts";
+export type { SelectKernel } from "./src/kernels/select.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {

@@ -457,7 +457,10 @@ const TRANSFORMER_STEP: Workload = (() => {
         );
         const x1 = ops.add(x, ops.linear(ops.reshape(ops.permute(o, [0, 2, 1, 3]), [b, l, d]), p.wo));
         const h2 = ops.layerNorm(x1, d, { weight: p.ln2w, bias: p.ln2b });
-        const y = ops.add(x1, ops.linear(ops.gelu(ops.linear(h2, p.w1, p.b1)), p.w2, p.b2));
+        const y = ops.add(
+          x1,
+          ops.linear(ops.gelu(ops.linear(h2, p.w1, p.b1), { approximate: "tanh" }), p.w2, p.b2),
+        );
         ops.mean(ops.mul(y, y)).backward();
         sgd(parameters);
       });

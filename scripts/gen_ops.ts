@@ -123,7 +123,7 @@ export function tsTypesSource(): string {
       union(
         `${KERNEL_FAMILIES[f].zigEnum}Name`,
         `The operators whose kernel is in the \`${f}\` family (their names in \`ops\`).`,
-        kernelEntries(f).map(({ op }) => op),
+        [...new Set(kernelEntries(f).map(({ op }) => op))],
       ),
       "",
     ]),

@@ -49,6 +49,7 @@ import type {
 import type {
   ClampOptions,
   EluOptions,
+  GeluOptions,
   HardtanhOptions,
   LeakyReluOptions,
   SoftplusOptions,
@@ -1084,9 +1085,9 @@ export class Tensor {
     return ops.logSoftmax(this, axis);
   }
 
-  /** GELU (tanh form). */
-  gelu(): Tensor {
-    return ops.gelu(this);
+  /** GELU: x·Φ(x) by default, the tanh form with `{ approximate: "tanh" }`. */
+  gelu(options?: GeluOptions): Tensor {
+    return ops.gelu(this, options);
   }
 
   /** 1 / (1 + e^−x). */
@@ -1131,9 +1132,26 @@ export class Tensor {
     return ops.hardtanh(this, options);
   }
 
-  /** min(max(x, min), max) with number bounds. */
+  /** min(max(x, min), max) with number or tensor bounds. */
   clamp(options: ClampOptions): Tensor {
     return ops.clamp(this, options);
+  }
+
+  /**
+   * This tensor where `condition` is true, `other` elsewhere (PyTorch's `x.where(condition, y)`, that is
+   * `ops.where(condition, x, other)`).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Tensor } from "@zigtensor/zigtensor";
+   * using x = Tensor.from([1, -2, 3]);
+   * using y = x.where(x.gt(0), 0);
+   * assert.ok(y.toArray().join() === "1,0,3");
+   * ```
+   */
+  where(condition: Tensor, other: Tensor | number): Tensor {
+    return ops.where(condition, this, other);
   }
 
   /** 1, −1, or 0 (for ±0 and NaN). */

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FAST_ERROR_BOUNDS, nativeKernels } from "../src/kernels/native.ts";
-import { erf64, gelu64, referenceKernels } from "../src/kernels/reference.ts";
+import { erf64, gelu64, geluErf64, referenceKernels } from "../src/kernels/reference.ts";
 import { BinaryOp, type ComputeSettings, type KernelOperand, UnaryOp } from "../src/kernels/types.ts";
 import {
   binaryCase,
@@ -10,6 +10,7 @@ import {
   newTally,
   type Outputs,
   sameOutputs,
+  selectCase,
   ulp,
   UNARY_COUNT,
   unaryCase,
@@ -82,6 +83,7 @@ test("exact-mode element-wise results are the same bits for 1, 2, 3 and 4 thread
       UnaryOp.Exp,
       UnaryOp.Tanh,
       UnaryOp.Gelu,
+      UnaryOp.GeluErf,
       UnaryOp.Erf,
       UnaryOp.Relu,
       UnaryOp.Softplus,
@@ -197,6 +199,71 @@ test("the reference's erf and gelu match known values, and exact mode follows th
   }
 });
 
+test("the erf form of GELU is x·Φ(x) into its tail (0.5·x·erfc(−x/√2) by libm), and exact mode follows it", () => {
+  const libm: [number, number][] = [
+    [-13, -7.952313719414897e-38],
+    [-8, -4.9767684594174555e-15],
+    [-5.5, -1.0444259356238256e-7],
+    [-3, -0.004049694094890287],
+    [-0.7, -0.16937455655615113],
+    [2.5, 2.4844758366855597],
+  ];
+  // Within 2^-26 of the true values: the erf series cancels a little just above s = −4 (x ≈ −5.66).
+  for (const [x, want] of libm) {
+    assert.ok(Math.abs(geluErf64(x) / want - 1) < 2 ** -26, `${x}: ${geluErf64(x)}`);
+  }
+  assert.ok(
+    Object.is(geluErf64(-Infinity), -0) && geluErf64(Infinity) === Infinity && Number.isNaN(geluErf64(NaN)),
+  );
+  const pool = new OperandPool();
+  try {
+    const xs = [...libm.map(([x]) => x), -1e30, -Infinity, Infinity, NaN, -0];
+    const x = f32Operand(pool, xs);
+    const out = f32Operand(pool, new Array(xs.length).fill(1));
+    for (const settings of [EXACT, FAST]) {
+      nativeKernels.unary(UnaryOp.GeluErf, [xs.length], out, x, settings);
+      libm.forEach(([, want], i) => {
+        const got = out.data[i] as number;
+        assert.ok(
+          Math.abs(got - want) <= FAST_ERROR_BOUNDS.geluErf.ulps * ulp(want),
+          `${settings.mode} ${xs[i]}: ${got}`,
+        );
+      });
+      const tail = [...out.data].slice(libm.length);
+      assert.ok(Object.is(tail[0], -0) && Object.is(tail[1], -0) && tail[2] === Infinity, `${tail}`);
+      assert.ok(Number.isNaN(tail[3]) && Object.is(tail[4], -0));
+    }
+  } finally {
+    pool.release();
+  }
+});
+
+test("the select kernel (where's) gives the reference's bits for 1-, 2-, 4- and 8-byte elements, any strides", () => {
+  const tally = cases(
+    1200,
+    (pool, tally, i) => selectCase(pool, tally, 900_000 + i, { bytes: [1, 2, 4, 8][i % 4] }),
+  );
+  assert.deepEqual(tally.failures, []);
+  assert.ok(tally.elements > 100_000, `${tally.elements} elements`);
+  for (const bytes of [1, 2, 4, 8]) {
+    const run = (threads: number) => {
+      const pool = new OperandPool();
+      try {
+        const tally = newTally();
+        const out = selectCase(pool, tally, 950 + bytes, { bytes, shape: [5, 65_537], threads });
+        assert.deepEqual(tally.failures, []);
+        return out;
+      } finally {
+        pool.release();
+      }
+    };
+    const one = run(1);
+    for (const threads of [2, 4]) {
+      assert.ok(sameOutputs(one, run(threads)), `${bytes} bytes, ${threads} threads`);
+    }
+  }
+});
+
 test("fast transcendental functions stay within FAST_ERROR_BOUNDS on dense grids", () => {
   const grids: [UnaryOp, keyof typeof FAST_ERROR_BOUNDS, number, number][] = [
     [UnaryOp.Exp, "exp", -104, 89],
@@ -204,6 +271,7 @@ test("fast transcendental functions stay within FAST_ERROR_BOUNDS on dense grids
     [UnaryOp.Tanh, "tanh", -10, 10],
     [UnaryOp.Sigmoid, "sigmoid", -105, 105],
     [UnaryOp.Gelu, "gelu", -12, 12],
+    [UnaryOp.GeluErf, "geluErf", -12, 12],
     [UnaryOp.Erf, "erf", -4.5, 4.5],
     [UnaryOp.Log1p, "log1p", -0.999, 50],
     [UnaryOp.Expm1, "expm1", -20, 80],

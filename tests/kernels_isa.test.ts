@@ -15,8 +15,8 @@ test("every variant the host runs passes the kernel conformance cases", () => {
     const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!);
     assert.equal(report.isa, isa);
     assert.deepEqual(report.failures, [], isa);
-    // Binary, unary, reduce, softmax, pool and index cases (tests/helpers/kernels_conformance.ts).
-    assert.equal(report.cases, 6 * 160);
+    // Binary, unary, reduce, softmax, pool, index and select cases (tests/helpers/kernels_conformance.ts).
+    assert.equal(report.cases, 7 * 160);
     assert.ok(report.elements > 50_000, `${isa}: ${report.elements} elements`);
     hashes.set(isa, report.exactHash);
   }

@@ -68,8 +68,8 @@ function build(c: ModuleCase): AnyModule {
       return new nn.Tanh();
     case "Sigmoid":
       return new nn.Sigmoid();
-    case "GELU":
-      return new nn.GELU();
+    case "GELU": // the fixture's nn.GELU(approximate="tanh")
+      return new nn.GELU({ approximate: "tanh" });
     case "Softmax":
       return new nn.Softmax(-1);
     case "LogSoftmax":

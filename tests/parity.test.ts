@@ -126,16 +126,21 @@ test("toNested reads F16 and BF16 as values, through any strides", () => {
   assert.deepEqual(Tensor.scalar(true).toNested(), 1);
 });
 
-test("gelu(−∞) is −0, the limit, in every kernel and mode (PyTorch: NaN, from 0·∞ in its formula)", () => {
+test("gelu(−∞) is −0, the limit, in both forms, every kernel and mode (PyTorch: NaN, from 0·∞ in its formula)", () => {
   const variants = [{ mode: "exact" as const }, { mode: "fast" as const }, { kernels: referenceKernels }];
   for (const settings of variants) {
-    TensorCompute.run(settings, () => {
-      using _ = new ActivationScope();
-      const y = ops.gelu(Tensor.from([-Infinity, -1e30, -20, Infinity, NaN])).toArray();
-      assert.ok(Object.is(y[0], -0) && Object.is(y[1], -0) && Object.is(y[2], -0), `${[...y]}`);
-      assert.equal(y[3], Infinity);
-      assert.ok(Number.isNaN(y[4]));
-    });
+    for (const approximate of ["none", "tanh"] as const) {
+      TensorCompute.run(settings, () => {
+        using _ = new ActivationScope();
+        const y = ops.gelu(Tensor.from([-Infinity, -1e30, -20, Infinity, NaN]), { approximate }).toArray();
+        assert.ok(
+          Object.is(y[0], -0) && Object.is(y[1], -0) && Object.is(y[2], -0),
+          `${approximate}: ${[...y]}`,
+        );
+        assert.equal(y[3], Infinity);
+        assert.ok(Number.isNaN(y[4]));
+      });
+    }
   }
 });
 

@@ -218,6 +218,14 @@ export fn zt_index_f32(args: *const abi.ArgBlock, tbl: *anyopaque, flat: *anyopa
     return dispatch.active().index.index_f32(&ThreadPool.runtime, args, @ptrCast(tbl), @ptrCast(flat), @ptrCast(index));
 }
 
+// Selection
+
+/// out = cond ? a : b (zig/kernels/select.zig): operands 0, 1, 2, 3 = out, cond (Bool bytes), a, b over
+/// args.shape; ints[0]: the element size of out, a and b (1, 2, 4 or 8 bytes).
+export fn zt_select(args: *const abi.ArgBlock, out: *anyopaque, cond: *const anyopaque, a: *const anyopaque, b: *const anyopaque) void {
+    dispatch.active().select.select(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(cond), @ptrCast(a), @ptrCast(b));
+}
+
 // Sequence losses
 
 /// The CTC loss of a batch, and its gradient when wanted (zig/kernels/ctc.zig documents the argument block);

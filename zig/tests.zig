@@ -21,6 +21,7 @@ comptime {
     _ = @import("kernels/nll.zig");
     _ = @import("kernels/ctc.zig");
     _ = @import("kernels/rnn.zig");
+    _ = @import("kernels/select.zig");
     _ = @import("bench.zig");
     // data movement
     _ = @import("movement/copy.zig");

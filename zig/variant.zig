@@ -12,6 +12,7 @@ const kernels: table.KernelTable = .{
     .ctc = @import("kernels/ctc.zig").table_entries,
     .nll = @import("kernels/nll.zig").table_entries,
     .rnn = @import("kernels/rnn.zig").table_entries,
+    .select = @import("kernels/select.zig").table_entries,
 };
 
 comptime {

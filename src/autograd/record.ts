@@ -182,6 +182,8 @@ export interface RecordAttributes {
   Lstm: RecurrentAttributes;
   /** A GRU layer: as Lstm (hasC0 false). */
   Gru: RecurrentAttributes;
+  /** GELU's form: the erf form saves x, the tanh form x and the tanh of its inner term. */
+  Gelu: { readonly approximate: "none" | "tanh" };
   // Issue 12's parameterized element-wise ops (f32 values of their parameters).
   /** softplus's beta and threshold. */
   Softplus: { readonly beta: number; readonly threshold: number };
@@ -189,8 +191,11 @@ export interface RecordAttributes {
   LeakyRelu: { readonly negativeSlope: number };
   /** elu's alpha. */
   Elu: { readonly alpha: number };
-  /** clamp's bounds (±∞ where absent). */
-  Clamp: { readonly min: number; readonly max: number };
+  /**
+   * clamp's number bounds (±∞ where absent); in the tensor form, `bounds` says which bounds are inputs 1 (and
+   * 2) and saved slots after x.
+   */
+  Clamp: { readonly min: number; readonly max: number; readonly bounds?: "min" | "max" | "both" };
   /** hardtanh's bounds. */
   Hardtanh: { readonly min: number; readonly max: number };
 }

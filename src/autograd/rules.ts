@@ -9,13 +9,13 @@ import { DType } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import { allocate, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
-import { ge, le, minimum, sigmoid } from "../ops/elementwise.ts";
+import { ge, le, minimum, sigmoid, where } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
 import { mean, prod, sum } from "../ops/reduce.ts";
 import { cumsum, gather, scatterAdd } from "../ops/indexing.ts";
 import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
 import { cast, copyInto } from "../ops/copy.ts";
-import { exp } from "../ops/elementwise.ts";
+import { erf, exp } from "../ops/elementwise.ts";
 import { conv2d, fold, unfold, type WindowGeometry } from "../ops/conv.ts";
 import { ctcLossBackward, gruBackward, lstmBackward } from "../ops/sequence.ts";
 import { classLossBackward } from "../ops/losses.ts";
@@ -147,9 +147,15 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     const y = r.savedTensor(0);
     return [mul(g, mul(y, sub(1, y)))];
   },
-  // d gelu = 0.5·(1 + t) + 0.5·x·(1 − t²)·c·(1 + 3a·x²), t = tanh(c·(x + a·x³)).
+  // Erf form: d gelu = Φ(x) + x·φ(x) = 0.5·(1 + erf(x/√2)) + x·e^(−x²/2)/√(2π) (slot 0: x).
+  // Tanh form: d gelu = 0.5·(1 + t) + 0.5·x·(1 − t²)·c·(1 + 3a·x²), t = tanh(c·(x + a·x³)) (slots: x, t).
   Gelu: (r, g) => {
     const x = r.savedTensor(0);
+    if (r.attrs.approximate === "none") {
+      const cdf = mul(add(erf(mul(x, Math.SQRT1_2)), 1), 0.5);
+      const density = mul(exp(mul(mul(x, x), -0.5)), 1 / Math.sqrt(2 * Math.PI));
+      return [mul(g, add(cdf, mul(x, density)))];
+    }
     const t = r.savedTensor(1);
     const left = mul(add(t, 1), 0.5);
     const slope = mul(add(mul(mul(x, x), 3 * GELU_A), 1), GELU_C);
@@ -321,8 +327,10 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     const slope = mul(exp(minimum(x, 0)), r.attrs.alpha);
     return [mul(g, add(sub(1, negative), mul(negative, slope)))];
   },
-  // g where min < x < max strictly, 0 at a bound and at NaN (PyTorch 2.15 with number bounds) (slot 0: x).
+  // Number bounds: g where min < x < max strictly, 0 at a bound and at NaN (PyTorch 2.15) (slot 0: x).
+  // Tensor bounds: see clampTensorsBackward.
   Clamp: (r, g) => {
+    if (r.attrs.bounds !== undefined) return clampTensorsBackward(r, g);
     const x = r.savedTensor(0);
     let pass: Tensor | null = null;
     if (r.attrs.min !== -Infinity) pass = asFloat(gt(x, r.attrs.min));
@@ -350,7 +358,50 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   },
   // d x² = g·2x (slot 0: x).
   Square: (r, g) => [mul(g, mul(r.savedTensor(0), 2))],
+  // g to a where the condition holds, to b elsewhere, each summed to its shape (slot 0: the condition).
+  Where: (r, g) => [
+    r.needsGrad(0) ? sumToShape(where(r.savedTensor(0), g, 0), r.inputShape(0)) : null,
+    r.needsGrad(1) ? sumToShape(where(r.savedTensor(0), 0, g), r.inputShape(1)) : null,
+  ],
 };
+
+/**
+ * The gradients of clamp with tensor bounds, PyTorch 2.15's (checked against it on every ordering of x, min
+ * and max with ties and NaN, tests/fixtures/cases/elementwise.py), each summed to its input's shape
+ * (slots: x, then the tensor bounds):
+ * - one bound b (min: `wins` = gt, max: lt), PyTorch's maximum/minimum rule: x gets g where x wins over b,
+ *   b where b wins, each half at a tie, both all of it where either is NaN;
+ * - both: with below = x < min, above = x > max, ordered = min < max, tie = x equal to a bound when ordered,
+ *   x gets g·(1 − below)(1 − above)·(½ at a tie), min g·(below·[min ≤ max] + ½·[x = min, ordered]) and max
+ *   g·([min > max] + above·[min ≤ max] + ½·[x = max, ordered]).
+ */
+function clampTensorsBackward(r: BackwardRecord<"Clamp">, g: Tensor): (Tensor | null)[] {
+  const x = r.savedTensor(0);
+  const reduce = (
+    i: number,
+    grad: Tensor,
+  ) => (r.needsGrad(i) ? sumToShape(mul(g, grad), r.inputShape(i)) : null);
+  if (r.attrs.bounds !== "both") {
+    const b = r.savedTensor(1);
+    const [xWins, bWins] = r.attrs.bounds === "min" ? [gt(x, b), gt(b, x)] : [lt(x, b), lt(b, x)];
+    const half = mul(asFloat(eq(x, b)), 0.5);
+    return [reduce(0, sub(sub(1, asFloat(bWins)), half)), reduce(1, sub(sub(1, asFloat(xWins)), half))];
+  }
+  const lo = r.savedTensor(1);
+  const hi = r.savedTensor(2);
+  const below = asFloat(lt(x, lo));
+  const above = asFloat(gt(x, hi));
+  const ordered = asFloat(lt(lo, hi));
+  const loTie = mul(asFloat(eq(x, lo)), ordered);
+  const hiTie = mul(asFloat(eq(x, hi)), ordered);
+  const reach = asFloat(le(lo, hi));
+  const inside = mul(mul(sub(1, below), sub(1, above)), sub(1, mul(add(loTie, hiTie), 0.5)));
+  return [
+    reduce(0, inside),
+    reduce(1, add(mul(below, reach), mul(loTie, 0.5))),
+    reduce(2, add(add(asFloat(gt(lo, hi)), mul(above, reach)), mul(hiTie, 0.5))),
+  ];
+}
 
 /** g shared among the positions equal to the extremum (Max and Min; slots: input, output). */
 function maxBackward(r: BackwardRecord<"Max" | "Min">, g: Tensor): (Tensor | null)[] {

@@ -72,6 +72,8 @@ export type GradRule = { readonly record: string } | "composed" | "none" | "miss
 export interface OpDefinition {
   /** The kernel the op calls through the seam, for ops that are one kernel call. */
   readonly kernel?: KernelRef;
+  /** Further kernels of the op's family that an option selects instead of `kernel` (gelu's tanh form). */
+  readonly variants?: readonly KernelRef[];
   readonly dtypes: DTypeRule;
   readonly grad: GradRule;
 }
@@ -105,7 +107,12 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   sqrt: { kernel: k("unary", "Sqrt", 5), dtypes: "f32", grad: { record: "Sqrt" } },
   tanh: { kernel: k("unary", "Tanh", 6), dtypes: "f32", grad: { record: "Tanh" } },
   sigmoid: { kernel: k("unary", "Sigmoid", 7), dtypes: "f32", grad: { record: "Sigmoid" } },
-  gelu: { kernel: k("unary", "Gelu", 8), dtypes: "f32", grad: { record: "Gelu" } },
+  gelu: {
+    kernel: k("unary", "GeluErf", 21),
+    variants: [k("unary", "Gelu", 8)],
+    dtypes: "f32",
+    grad: { record: "Gelu" },
+  },
   erf: { kernel: k("unary", "Erf", 9), dtypes: "f32", grad: { record: "Erf" } },
   // Element-wise, one operand (issue 12); softplus, leakyRelu, elu and clamp read their parameters from the
   // argument block's floats; hardtanh runs the clamp kernel.
@@ -121,6 +128,8 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   rsqrt: { kernel: k("unary", "Rsqrt", 19), dtypes: "f32", grad: { record: "Rsqrt" } },
   square: { kernel: k("unary", "Square", 20), dtypes: "f32", grad: { record: "Square" } },
   hardtanh: { dtypes: "f32", grad: { record: "Hardtanh" } },
+  // Selection (issue 12): any plain dtype, through the select kernel (zt_select).
+  where: { dtypes: "any", grad: { record: "Where" } },
   // Reductions over any set of axes.
   sum: { kernel: k("reduce", "Sum", 0), dtypes: "f32", grad: { record: "Sum" } },
   mean: { kernel: k("reduce", "Mean", 1), dtypes: "f32", grad: { record: "Mean" } },
@@ -203,7 +212,9 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
 export function kernelEntries(family: KernelFamily): { readonly op: OpName; readonly kernel: KernelRef }[] {
   const entries: { op: OpName; kernel: KernelRef }[] = [];
   for (const [op, def] of Object.entries(OPS) as [OpName, OpDefinition][]) {
-    if (def.kernel?.family === family) entries.push({ op, kernel: def.kernel });
+    for (const kernel of [def.kernel, ...(def.variants ?? [])]) {
+      if (kernel?.family === family) entries.push({ op, kernel });
+    }
   }
   return entries.sort((x, y) => x.kernel.code - y.kernel.code);
 }

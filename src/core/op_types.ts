@@ -42,6 +42,7 @@ export type OpName =
   | "rsqrt"
   | "square"
   | "hardtanh"
+  | "where"
   | "sum"
   | "mean"
   | "max"
@@ -140,6 +141,7 @@ export type RecordKind =
   | "Rsqrt"
   | "Square"
   | "Hardtanh"
+  | "Where"
   | "Sum"
   | "Mean"
   | "Max"
@@ -202,6 +204,7 @@ export type DifferentiableOp =
   | "rsqrt"
   | "square"
   | "hardtanh"
+  | "where"
   | "sum"
   | "mean"
   | "max"
@@ -388,6 +391,7 @@ export interface KernelCodes {
     readonly Reciprocal: 18;
     readonly Rsqrt: 19;
     readonly Square: 20;
+    readonly GeluErf: 21;
   };
   /** The reduce kernels by name, with their codes. */
   readonly reduce: {

@@ -9,7 +9,8 @@
  *   `relu(NaN)` is NaN and `relu(−0)` is +0. Comparisons write 0/1 bytes; NaN compares unordered.
  * - Transcendental functions are computed in f64 and rounded once: `exp`, `log`, `tanh` are `Math`'s;
  *   `sigmoid(x) = 1/(1 + exp(−x))`; `gelu(x) = x/(1 + exp(−2u))` with `u = √(2/π)·(x + 0.044715·x³)` (the
- *   tanh form's value, computed without its cancellation; `gelu(−∞) = −0`); `erf` is `erf64` below;
+ *   tanh form's value, computed without its cancellation; `gelu(−∞) = −0`); the erf form of GELU is
+ *   `geluErf64` below; `erf` is `erf64` below;
  *   `pow` is `Math.pow` with the C99 special cases (`pow(x, ±0) = 1` and `pow(1, y) = 1` even for NaN,
  *   `pow(−1, ±∞) = 1`).
  * - Reductions over the trailing axes: sum and mean add in f64 in ascending row-major order within blocks of
@@ -110,6 +111,34 @@ export function gelu64(x: number): number {
   return x / (1 + Math.exp(-2 * u));
 }
 
+const SQRT1_2 = 0.7071067811865476;
+const ONE_OVER_SQRT_PI = 0.5641895835477563;
+
+/**
+ * GELU, erf form (PyTorch's default), in f64: `x·Φ(x)` with `Φ(x) = 0.5·(1 + erf64(s))`, `s = x/√2`, and,
+ * where erf rounds to −1 (s ≤ −4), `Φ(x) = 0.5·erfc(−s)` by the continued fraction
+ * `erfc(a) = e^(−a²)/√π · 1/(a + (1/2)/(a + (2/2)/(a + …)))` from its 20th level, so the result keeps its
+ * relative accuracy down to the f32 subnormals; `gelu(−∞) = −0`. The native exact kernel runs the same
+ * operations (`geluErfV` in `zig/kernels/math.zig`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { geluErf64 } from "./reference.ts";
+ * assert.ok(Math.abs(geluErf64(1) - 0.8413447460685429) < 1e-15);
+ * assert.ok(Math.abs(geluErf64(-8) / -4.9767684594174555e-15 - 1) < 1e-12 && Object.is(geluErf64(-Infinity), -0));
+ * ```
+ */
+export function geluErf64(x: number): number {
+  if (x === -Infinity) return -0;
+  const s = x * SQRT1_2;
+  if (s > -4) return x * (0.5 * (1 + erf64(s)));
+  const a = Math.max(-s, 4);
+  let t = a;
+  for (let k = 20; k >= 1; k--) t = a + (k / 2) / t;
+  return x * (0.5 * (Math.exp(-(a * a)) * ONE_OVER_SQRT_PI / t));
+}
+
 function maxOf(x: number, y: number): number {
   if (x !== x) return x;
   if (y !== y) return y;
@@ -187,6 +216,7 @@ const UNARY_BY_NAME: Record<keyof typeof UnaryOp, (x: number, p: number, q: numb
   Reciprocal: (x) => 1 / x,
   Rsqrt: (x) => 1 / Math.fround(Math.sqrt(x)),
   Square: (x) => x * x,
+  GeluErf: geluErf64,
 };
 
 /** `byName` as an array indexed by the op table's codes of `family`. */

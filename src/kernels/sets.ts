@@ -24,6 +24,7 @@ import { nativeCtc, referenceCtc } from "./ctc.ts";
 import { nativeNll, referenceNll } from "./nll.ts";
 import { nativeRnnCell, referenceRnnCell } from "./rnn.ts";
 import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
+import { nativeSelect, referenceSelect } from "./select.ts";
 
 /**
  * The native kernels (the default set).
@@ -62,6 +63,7 @@ export const nativeKernels: KernelSet = {
   rnnCell: nativeRnnCell,
   im2col: nativeIm2col,
   col2im: nativeCol2im,
+  select: nativeSelect,
 };
 
 /**
@@ -98,4 +100,5 @@ export const referenceKernels: KernelSet = {
   rnnCell: referenceRnnCell,
   im2col: referenceIm2col,
   col2im: referenceCol2im,
+  select: referenceSelect,
 };

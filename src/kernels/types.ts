@@ -16,6 +16,7 @@ import type { CtcKernel } from "./ctc.ts";
 import type { NllKernel } from "./nll.ts";
 import type { RnnCellKernel } from "./rnn.ts";
 import type { ConvKernels } from "./conv.ts";
+import type { SelectKernel } from "./select.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -283,9 +284,15 @@ export interface ClassLossKernels {
   readonly nll: NllKernel;
 }
 
+/** The select kernel (src/kernels/select.ts). */
+export interface SelectKernels {
+  /** `out = cond ? a : b` for elements of 1, 2, 4 or 8 bytes (`where`). */
+  readonly select: SelectKernel;
+}
+
 /**
- * A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence, class-loss and
- * convolution kernels.
+ * A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence, class-loss, convolution
+ * and select kernels.
  */
 export type KernelSet =
   & TensorKernels
@@ -296,4 +303,5 @@ export type KernelSet =
   & IndexKernels
   & SequenceKernels
   & ClassLossKernels
-  & ConvKernels;
+  & ConvKernels
+  & SelectKernels;

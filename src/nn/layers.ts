@@ -494,19 +494,26 @@ export class ReLU extends Module {
 }
 
 /**
- * GELU in its tanh form (PyTorch's `GELU(approximate="tanh")`, the form `ops.gelu` computes).
+ * GELU, as PyTorch's `nn.GELU(approximate=...)`: x·Φ(x) by default, the tanh form with
+ * `{ approximate: "tanh" }` (`ops.gelu` checks the option at the first forward pass, as PyTorch's `F.gelu`).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { nn, Tensor } from "@zigtensor/zigtensor";
- * using y = new nn.GELU().forward(Tensor.from([0, 10]));
- * assert.deepEqual([...y.toArray()], [0, 10]);
+ * using x = Tensor.from([0, 1, 10]);
+ * using exact = new nn.GELU().forward(x);
+ * using tanh = new nn.GELU({ approximate: "tanh" }).forward(x);
+ * assert.ok(exact.get(0) === 0 && exact.get(2) === 10 && exact.get(1) !== tanh.get(1));
  * ```
  */
 export class GELU extends Module {
+  constructor(readonly options: ops.GeluOptions = {}) {
+    super();
+  }
+
   forward(x: Tensor): Tensor {
-    return ops.gelu(x);
+    return ops.gelu(x, this.options);
   }
 }
 

@@ -190,7 +190,7 @@ export interface TransformerEncoderLayerOptions {
   readonly dimFeedforward?: number;
   /** @default 0.1 */
   readonly dropout?: number;
-  /** The feed-forward activation ("gelu" is the tanh form). @default "relu" */
+  /** The feed-forward activation ("gelu" is GELU's tanh form; PyTorch's "gelu" is the erf form). @default "relu" */
   readonly activation?: "relu" | "gelu";
   /** @default 1e-5 */
   readonly layerNormEps?: number;
@@ -248,7 +248,9 @@ export class TransformerEncoderLayer extends Module<[Tensor, AttentionMasks?]> {
     this.dropout1 = this.module("dropout1", new Dropout(p));
     this.dropout2 = this.module("dropout2", new Dropout(p));
     this.#normFirst = options.normFirst ?? false;
-    this.#activation = (options.activation ?? "relu") === "relu" ? ops.relu : ops.gelu;
+    this.#activation = (options.activation ?? "relu") === "relu"
+      ? ops.relu
+      : (x: Tensor) => ops.gelu(x, { approximate: "tanh" });
   }
 
   forward(src: Tensor, masks: AttentionMasks = {}): Tensor {

@@ -5,13 +5,23 @@
  *
  * @module
  */
-import { OptionError } from "../core/errors.ts";
+import { DTypeError, OptionError } from "../core/errors.ts";
 import { checkOptions, describe } from "../core/options.ts";
-import { DType } from "../core/dtype.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
+import { encodeElement } from "../core/element.ts";
+import { broadcastShapes } from "../core/shape.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { allocate, freshOperand, Tensor } from "../tensor.ts";
 import { UnaryOp } from "../kernels/types.ts";
-import { binaryKernel, checkF32, checkF32Tensor, newOutput, unaryKernel } from "./common.ts";
+import {
+  binaryKernel,
+  broadcastStrides,
+  checkF32,
+  checkF32Tensor,
+  checkTensor,
+  newOutput,
+  unaryKernel,
+} from "./common.ts";
 import { type AttributesOf, recordOp, shouldRecord, shouldRecordOperands } from "../autograd/record.ts";
 import { type BinaryOpName, kernelCode, type UnaryOpName } from "../core/op_table.ts";
 
@@ -144,7 +154,7 @@ export function ge(a: Operand, b: Operand): Tensor {
   return binary("ge", a, b);
 }
 
-/** The unary ops of the op table that are one kernel call without options (`gelu` also saves an inner term). */
+/** The unary ops of the op table that are one kernel call without options. */
 type UnaryName = Exclude<UnaryOpName, "gelu" | "softplus" | "leakyRelu" | "elu" | "clamp">;
 
 /** Saved slot 0 of each unary op: its output or its input (see the backward rules). */
@@ -234,14 +244,39 @@ export function erf(x: Tensor): Tensor {
 
 const GELU_C = Math.sqrt(2 / Math.PI);
 
+/** The options of `gelu` (PyTorch's `approximate`). */
+export interface GeluOptions {
+  /** `"none"`: x·Φ(x) with the normal CDF Φ (erf); `"tanh"`: the tanh approximation. @default "none" */
+  readonly approximate?: "none" | "tanh";
+}
+
 /**
- * GELU, tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). `gelu(−∞)` is −0, the limit (PyTorch gives NaN
- * there, from 0·∞). Saves its input and, as an owned slot, the tanh of the inner term.
+ * GELU, as PyTorch's `F.gelu`: by default x·Φ(x) = 0.5·x·(1 + erf(x/√2)) (`approximate: "none"`), or the tanh
+ * form 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (`approximate: "tanh"`). Both keep their relative accuracy for
+ * negative x and give `gelu(−∞) = −0`, the limit (PyTorch gives NaN there, from 0·∞). The erf form saves its
+ * input; the tanh form also saves, as an owned slot, the tanh of the inner term. Gradients: Φ(x) + x·φ(x)
+ * and the tanh form's derivative.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([-1, 0, 1]);
+ * using exact = ops.gelu(x);
+ * using tanh = ops.gelu(x, { approximate: "tanh" });
+ * assert.ok(Math.abs((exact.get(2) as number) - 0.8413447) < 1e-6 && Math.abs((tanh.get(2) as number) - 0.8411920) < 1e-6);
+ * ```
  */
-export function gelu(x: Tensor): Tensor {
+export function gelu(x: Tensor, options?: GeluOptions): Tensor {
+  const o = checkOptions("gelu", options, ["approximate"]);
+  if (o.approximate !== undefined && o.approximate !== "none" && o.approximate !== "tanh") {
+    throw new OptionError("gelu", `approximate must be "none" or "tanh", got ${describe(o.approximate)}`);
+  }
+  const approximate = o.approximate ?? "none";
   checkF32("gelu", x);
-  const out = unaryKernel("gelu", UnaryOp.Gelu, x);
+  const out = unaryKernel("gelu", approximate === "tanh" ? UnaryOp.Gelu : UnaryOp.GeluErf, x);
   if (!shouldRecord(x)) return out;
+  if (approximate === "none") return recordOp("gelu", out, [x], { saved: [x], attrs: { approximate } });
   const inner = GradMode.noGrad(() => {
     using square = mul(x, x);
     using cube = mul(square, x);
@@ -250,7 +285,7 @@ export function gelu(x: Tensor): Tensor {
     using arg = mul(sum, GELU_C);
     return unaryKernel("gelu", UnaryOp.Tanh, arg);
   });
-  return recordOp("gelu", out, [x], { saved: [x, inner], owned: [inner] });
+  return recordOp("gelu", out, [x], { saved: [x, inner], owned: [inner], attrs: { approximate } });
 }
 
 // --- Issue 12: more unary functions, with parameters where PyTorch has them ---
@@ -382,18 +417,31 @@ export function hardtanh(x: Tensor, options?: HardtanhOptions): Tensor {
   });
 }
 
-/** The bounds of `clamp`; either may be absent. */
+/** The bounds of `clamp`; either may be absent, either may be a tensor (broadcast with x). */
 export interface ClampOptions {
   /** The lower bound. */
-  readonly min?: number;
+  readonly min?: number | Tensor;
   /** The upper bound. */
-  readonly max?: number;
+  readonly max?: number | Tensor;
 }
 
 /**
- * min(max(x, min), max) with number bounds, either optional (PyTorch's `torch.clamp`): NaN stays NaN, and
- * where min > max the result is max. Its gradient passes where min < x < max strictly (0 at a bound and at
- * NaN), as PyTorch 2.15 computes it for number bounds; saves its input.
+ * min(max(x, min), max), either bound optional (PyTorch's `torch.clamp`): NaN stays NaN, and where min > max
+ * the result is max.
+ *
+ * With number bounds the clamp kernel runs, and the gradient passes where min < x < max strictly (0 at a
+ * bound and at NaN), as PyTorch 2.15 computes it for number bounds; saves its input.
+ *
+ * With a tensor bound (`torch.clamp(x, min=t, max=u)`), x and the bounds broadcast together, the result is
+ * `maximum(x, min)` then `minimum(…, max)` (NaN in x or a bound gives NaN; the sign of a zero tied with a zero
+ * bound is not specified, as PyTorch's own depends on its vector or scalar loop), a number beside a tensor
+ * bound acts as a rank-0 F32 tensor (PyTorch wants both tensors), and the gradients follow PyTorch 2.15's
+ * rules for tensor bounds, which differ from the number form's: with one bound, PyTorch's `maximum`
+ * (`minimum`) rule, g split in halves at a tie and given to both where either is NaN; with both, g goes to
+ * whichever of x, min and max the result is: to max where min > max (and also to x where x is NaN), to x
+ * where min ≤ x ≤ max or x is NaN (halved with the bound it ties when min < max), to min below it and to max
+ * above it (all of it where min = max); a NaN bound passes g to x where x is on the other bound's side and
+ * gives the bounds none.
  *
  * @example
  * ```ts
@@ -401,16 +449,53 @@ export interface ClampOptions {
  * import { ops, Tensor } from "@zigtensor/zigtensor";
  * using x = Tensor.from([-2, 0.5, 3]);
  * using y = ops.clamp(x, { min: 0, max: 1 });
+ * using lo = Tensor.from([-3, 1, 0]);
+ * using z = ops.clamp(x, { min: lo, max: 2 });
  * assert.deepEqual([...y.toArray()], [0, 0.5, 1]);
+ * assert.deepEqual([...z.toArray()], [-2, 1, 2]);
  * ```
  */
 export function clamp(x: Tensor, options: ClampOptions): Tensor {
   const o = checkOptions("clamp", options, ["min", "max"]);
+  if (o.min instanceof Tensor || o.max instanceof Tensor) return clampTensors(x, o.min, o.max);
   const lo = numberOption("clamp", "min", o.min, -Infinity);
   const hi = numberOption("clamp", "max", o.max, Infinity);
   return unaryWith<"Clamp">("clamp", UnaryOp.Clamp, x, [lo, hi], "input", {
     min: Math.fround(lo),
     max: Math.fround(hi),
+  });
+}
+
+/** A bound of the tensor form: a checked F32 tensor, a number (as a rank-0 tensor), or absent. */
+function clampBound(name: string, value: unknown): Operand | undefined {
+  if (value === undefined || value instanceof Tensor) {
+    if (value !== undefined) checkF32("clamp", value);
+    return value;
+  }
+  return numberOption("clamp", name, value, 0);
+}
+
+/** `clamp` with a tensor bound: maximum and minimum kernels, one `Clamp` record over x and the tensor bounds. */
+function clampTensors(x: Tensor, min: unknown, max: unknown): Tensor {
+  checkF32("clamp", x);
+  const lo = clampBound("min", min);
+  const hi = clampBound("max", max);
+  const out = GradMode.noGrad(() => {
+    if (lo === undefined) return minimum(x, hi!);
+    if (hi === undefined) return maximum(x, lo);
+    using low = maximum(x, lo);
+    return minimum(low, hi);
+  });
+  if (!shouldRecord(x, ...[lo, hi].filter((v): v is Tensor => v instanceof Tensor))) return out;
+  const bounds = lo === undefined ? "max" : hi === undefined ? "min" : "both";
+  const l = lo === undefined ? null : asTensor(lo);
+  const h = hi === undefined ? null : asTensor(hi);
+  const inputs = [x, ...[l, h].filter((t): t is Tensor => t !== null)];
+  const owned = [l === lo ? null : l, h === hi ? null : h].filter((t): t is Tensor => t !== null);
+  return recordOp("clamp", out, inputs, {
+    saved: inputs,
+    owned,
+    attrs: { min: -Infinity, max: Infinity, bounds },
   });
 }
 
@@ -432,4 +517,124 @@ export function rsqrt(x: Tensor): Tensor {
 /** x·x; saves its input. */
 export function square(x: Tensor): Tensor {
   return unary("square", x);
+}
+
+// --- Issue 12: selection ---
+
+/** A number as a rank-0 tensor of `dtype` in the current scope (the caller checked that it fits). */
+function scalarOf(value: number, dtype: DType): Tensor {
+  const t = allocate("where", [], dtype, false, { scoped: true });
+  t.fill(value);
+  return t;
+}
+
+/** The name of a tensor's element type for messages (blocked layouts included). */
+function typeName(t: Tensor): string {
+  return t.blockSize > 0 ? `a blocked NchwC(${t.blockSize})` : dtypeInfo(t.dtype).name;
+}
+
+/**
+ * The dtype of `where(cond, a, b)`: the tensors' one dtype, a tensor's beside a number, F32 for two numbers
+ * (PyTorch's promotion, where it keeps a dtype); a `DTypeError` for two tensor dtypes and for a number that
+ * the tensor's dtype would change (PyTorch promotes those: a fraction beside integers gives float32, any
+ * number beside Bool gives int64; cast first).
+ */
+function whereDType(a: Operand, b: Operand): DType {
+  const tensors = [a, b].filter((v): v is Tensor => v instanceof Tensor);
+  for (const t of tensors) {
+    const info = dtypeInfo(t.dtype);
+    if (info.isQuantized || t.blockSize > 0) {
+      throw new DTypeError(
+        "where",
+        `where takes plain tensors, got ${typeName(t)}; cast() or toLayout() it first`,
+      );
+    }
+  }
+  if (tensors.length === 0) return DType.F32;
+  const dtype = tensors[0].dtype;
+  if (tensors.length === 2 && tensors[1].dtype !== dtype) {
+    throw new DTypeError(
+      "where",
+      `a and b must have one dtype, got ${typeName(tensors[0])} and ${
+        typeName(tensors[1])
+      }; cast() one first`,
+    );
+  }
+  const info = dtypeInfo(dtype);
+  for (const v of [a, b]) {
+    if (typeof v !== "number" || info.isFloat) continue;
+    const fits = info.name !== "Bool" && Number.isSafeInteger(v) &&
+      BigInt(v) === BigInt(encodeElement(info, v, "where"));
+    if (!fits) {
+      throw new DTypeError(
+        "where",
+        `the number ${v} does not keep the dtype ${info.name} of the tensor beside it (PyTorch would promote it); cast() the tensor first`,
+      );
+    }
+  }
+  return dtype;
+}
+
+/**
+ * `a` where `condition` is true, `b` elsewhere (PyTorch's `torch.where(condition, a, b)`). `condition` is a
+ * Bool tensor; `a` and `b` are tensors or numbers; the three broadcast together. The result has the dtype
+ * of `a` and `b`, which may be any plain dtype (F32, F64, F16, BF16, the integers, Bool) and must be the same
+ * for two tensors (mixed dtypes are a `DTypeError`: zigtensor does not promote, cast one first); a number
+ * takes the tensor's dtype (two numbers give F32). Elements are copied bit for bit. Differentiable in F32
+ * `a` and `b`: the gradient goes to `a` where the condition holds and to `b` elsewhere, each summed to its
+ * shape.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DType, ops, Tensor } from "@zigtensor/zigtensor";
+ * using x = Tensor.from([-1, 2, -3]);
+ * using positive = ops.gt(x, 0);
+ * using y = ops.where(positive, x, 0);
+ * using labels = Tensor.from([1, 2, 3], { dtype: DType.I32 });
+ * using kept = ops.where(positive, labels, -1);
+ * assert.ok(y.toArray().join() === "0,2,0" && kept.toArray().join() === "-1,2,-1" && kept.dtype === DType.I32);
+ * ```
+ */
+export function where(condition: Tensor, a: Operand, b: Operand): Tensor {
+  checkTensor("where", "the condition", condition);
+  if (condition.dtype !== DType.Bool || condition.blockSize > 0) {
+    throw new DTypeError(
+      "where",
+      `the condition must be a plain Bool tensor, got ${
+        typeName(condition)
+      }; compare (gt, eq, ...) or cast() it`,
+    );
+  }
+  for (const [name, v] of [["a", a], ["b", b]] as const) {
+    if (typeof v !== "number") checkTensor("where", name, v);
+  }
+  const dtype = whereDType(a, b);
+  const shape = broadcastShapes(
+    "where",
+    broadcastShapes("where", condition.shape, typeof a === "number" ? [] : a.shape),
+    typeof b === "number" ? [] : b.shape,
+  );
+  const grads = shouldRecord(...[a, b].filter((v): v is Tensor => v instanceof Tensor));
+  if (grads && dtype !== DType.F32) {
+    throw new DTypeError("where", `gradients flow through F32 tensors only, got ${dtypeInfo(dtype).name}`);
+  }
+  const x = typeof a === "number" ? scalarOf(a, dtype) : a;
+  const y = typeof b === "number" ? scalarOf(b, dtype) : b;
+  const out = allocate("where", shape, dtype, false, { scoped: true });
+  kernels().select(
+    dtypeInfo(dtype).blockBytes,
+    shape,
+    freshOperand(out, "where"),
+    condition.operand("where", broadcastStrides(condition, shape, "where")),
+    x.operand("where", broadcastStrides(x, shape, "where")),
+    y.operand("where", broadcastStrides(y, shape, "where")),
+    computeSettings(),
+  );
+  const temporaries = [x === a ? null : x, y === b ? null : y].filter((t): t is Tensor => t !== null);
+  if (!grads) {
+    for (const t of temporaries) t.dispose();
+    return out;
+  }
+  return recordOp("where", out, [x, y], { saved: [condition], owned: temporaries });
 }

@@ -308,6 +308,43 @@ const CALLS: Record<string, Call> = {
     ]);
     return f(randomTensor(r, r.chance(0.9) ? DType.F32 : undefined));
   },
+  gelu: (r) =>
+    ops.gelu(
+      randomTensor(r, r.chance(0.9) ? DType.F32 : undefined),
+      r.chance(0.8)
+        ? { approximate: r.pick(["none", "tanh"] as const) }
+        : randomOptions(r, ["approximate"]) as never,
+    ),
+  where: (r) => {
+    const shape = randomShape(r, 3);
+    const dtype = r.pick(DTYPES);
+    const part = () => (r.chance(0.8) ? shape.slice(r.int(shape.length + 1)) : randomShape(r, 3));
+    const operand = () =>
+      r.chance(0.2)
+        ? r.chance(0.8) ? r.int(9) - 4 : weird(r)
+        : randomTensor(r, r.chance(0.9) ? dtype : undefined, part());
+    const cond = r.chance(0.9) ? randomTensor(r, DType.Bool, part()) : randomTensor(r);
+    return r.chance(0.8)
+      ? ops.where(cond, operand() as never, operand() as never)
+      : randomTensor(r, dtype, part()).where(cond, operand() as never);
+  },
+  clampTensor: (r) => {
+    const shape = randomShape(r, 3);
+    const bound = () =>
+      r.chance(0.3) ? undefined : r.chance(0.7)
+        ? randomTensor(
+          r,
+          r.chance(0.9) ? DType.F32 : undefined,
+          r.chance(0.8) ? shape.slice(r.int(shape.length + 1)) : randomShape(r, 3),
+        )
+        : r.chance(0.7)
+        ? r.int(5) - 2
+        : weird(r);
+    return ops.clamp(
+      randomTensor(r, r.chance(0.9) ? DType.F32 : undefined, shape),
+      { min: bound(), max: bound() } as never,
+    );
+  },
   reduce: (r) => {
     const t = randomTensor(r, r.chance(0.9) ? DType.F32 : undefined);
     const f = r.pick(["sum", "mean", "max", "min"] as const);

@@ -18,7 +18,17 @@ import {
   UnaryOp,
 } from "../../src/kernels/types.ts";
 import { IndexOp, nativeIndex, referenceIndex } from "../../src/kernels/indexing.ts";
-import { type Fill, fillF32, OperandPool, randomShape, randomView, Rng, viewOffsets } from "./operands.ts";
+import { nativeSelect, referenceSelect } from "../../src/kernels/select.ts";
+import {
+  type ElementType,
+  type Fill,
+  fillF32,
+  OperandPool,
+  randomShape,
+  randomView,
+  Rng,
+  viewOffsets,
+} from "./operands.ts";
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
@@ -165,6 +175,7 @@ const UNARY_FILL: Record<number, [Fill, number]> = {
   [UnaryOp.Tanh]: ["mixed", 10],
   [UnaryOp.Sigmoid]: ["mixed", 100],
   [UnaryOp.Gelu]: ["mixed", 12],
+  [UnaryOp.GeluErf]: ["mixed", 16],
   [UnaryOp.Erf]: ["mixed", 5],
   [UnaryOp.Log1p]: ["mixed", 4],
   [UnaryOp.Expm1]: ["mixed", 90],
@@ -181,6 +192,7 @@ const UNARY_BOUND: Record<number, FastErrorBound> = {
   [UnaryOp.Tanh]: FAST_ERROR_BOUNDS.tanh,
   [UnaryOp.Sigmoid]: FAST_ERROR_BOUNDS.sigmoid,
   [UnaryOp.Gelu]: FAST_ERROR_BOUNDS.gelu,
+  [UnaryOp.GeluErf]: FAST_ERROR_BOUNDS.geluErf,
   [UnaryOp.Erf]: FAST_ERROR_BOUNDS.erf,
   [UnaryOp.Log1p]: FAST_ERROR_BOUNDS.log1p,
   [UnaryOp.Expm1]: FAST_ERROR_BOUNDS.expm1,
@@ -464,6 +476,7 @@ export function conformanceRun(seed: number, count: number): ConformanceReport {
       softmaxCase(pool, tally, seed + 5 * i + 3);
       poolCase(pool, tally, seed + 5 * i + 4);
       indexCase(pool, tally, 7_000_000 + seed + i);
+      selectCase(pool, tally, 8_000_000 + seed + i);
       if (i % 16 === 15) pool.release();
     }
   } finally {
@@ -517,6 +530,48 @@ export function indexCase(
   return writesTable
     ? compareOutputs(tally, label, tableShape, table, tableNat, bitwise, settings.mode === "exact")
     : compareOutputs(tally, label, shape, flat, flatNat, bitwise, settings.mode === "exact");
+}
+
+/** The storage type of each element size the select kernel takes. */
+const SELECT_TYPES: Record<number, ElementType> = { 1: "u8", 2: "u16", 4: "i32", 8: "i64" };
+
+/** Integer elements compared exactly (`bitwise` reads values through f32, which would round 4-byte words). */
+const sameInteger: Judge = (r, n) => (r === n ? null : "bits differ");
+
+/**
+ * Runs one random select case (`where`'s kernel, `src/kernels/select.ts`): an element size of 1, 2, 4 or 8
+ * bytes holding random bits (as f32 words: NaN payloads and subnormals included), random strides, broadcast inputs, a
+ * condition of random bytes (any nonzero byte is true). Always bitwise (the kernel moves bits in both modes).
+ */
+export function selectCase(
+  pool: OperandPool,
+  tally: Tally,
+  seed: number,
+  force: { bytes?: number; shape?: number[]; threads?: number } = {},
+): Outputs {
+  const rng = new Rng(seed);
+  const bytes = force.bytes ?? rng.pick([1, 2, 4, 8]);
+  const type = SELECT_TYPES[bytes];
+  const shape = force.shape ?? randomShape(rng, { allowEmpty: true });
+  const settings = { ...settingsFor(rng), ...(force.threads ? { threads: force.threads } : {}) };
+  const randomBits = (o: KernelOperand, zeros: number) => {
+    const raw = new Uint8Array(o.data.buffer, o.data.byteOffset, o.data.byteLength);
+    for (let i = 0; i < raw.length; i++) raw[i] = rng.chance(zeros) ? 0 : rng.int(256);
+  };
+  const cond = pool.operand("u8", randomView(rng, shape, { broadcast: true }));
+  randomBits(cond, 0.5);
+  const a = pool.operand(type, randomView(rng, shape, { broadcast: true }));
+  const b = pool.operand(type, randomView(rng, shape, { broadcast: true }));
+  randomBits(a, 0);
+  randomBits(b, 0);
+  const outRef = pool.operand(type, randomView(rng, shape));
+  randomBits(outRef, 0);
+  const outNat = pool.twin(outRef);
+  referenceSelect(bytes, shape, outRef, cond, a, b, settings);
+  nativeSelect(bytes, shape, outNat, cond, a, b, settings);
+  tally.cases++;
+  const label = describe(`select (${bytes}-byte elements)`, 0, shape, settings, seed);
+  return compareOutputs(tally, label, shape, outRef, outNat, sameInteger, true);
 }
 
 /** Whether two runs' outputs are the same bits (NaNs equal). */

@@ -114,9 +114,16 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
   ],
   gelu: [
     {
-      name: "gelu",
+      name: "gelu (erf form, the default)",
       shapes: [[3, 3]],
       f32: ([a]) => ops.gelu(a),
+      f64: ([a]) => R.map(a, (x) => 0.5 * x * (1 + erf64(x / Math.SQRT2))),
+      strided: true,
+    },
+    {
+      name: "gelu (tanh form)",
+      shapes: [[3, 3]],
+      f32: ([a]) => ops.gelu(a, { approximate: "tanh" }),
       f64: ([a]) =>
         R.map(a, (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)))),
     },
@@ -975,6 +982,46 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f32: ([a]) => ops.clamp(a, { max: 0.25 }),
       f64: ([a]) => R.map(a, (x) => Math.min(x, 0.25)),
     },
+    {
+      name: "clamp with tensor bounds (broadcast, some min > max)",
+      shapes: [[3, 4], [4], [3, 1]],
+      f32: ([x, lo, hi]) => ops.clamp(x, { min: lo, max: hi }),
+      f64: ([x, lo, hi]) => R.zip(R.zip(x, lo, Math.max), hi, Math.min),
+    },
+    {
+      name: "clamp with a tensor min only",
+      shapes: [[2, 3], [2, 1]],
+      f32: ([x, lo]) => ops.clamp(x, { min: lo }),
+      f64: ([x, lo]) => R.zip(x, lo, Math.max),
+    },
+    {
+      name: "clamp with a tensor max and a number min",
+      shapes: [[5], [5]],
+      f32: ([x, hi]) => ops.clamp(x, { min: -0.5, max: hi }),
+      f64: ([x, hi]) => R.zip(R.map(x, (v) => Math.max(v, -0.5)), hi, Math.min),
+    },
+  ],
+  where: [
+    {
+      name: "where (condition, a and b broadcast)",
+      shapes: [[2, 3], [3]],
+      f32: ([a, b]) => ops.where(Tensor.from(WHERE_MASK, [2, 1, 3], { dtype: DType.Bool }), a, b),
+      f64: ([a, b]) => {
+        const picked = R.zip(R.f64([2, 1, 3], WHERE_MASK.map(Number)), a, (c, x) => c * x);
+        return R.zip(
+          picked,
+          R.zip(R.f64([2, 1, 3], WHERE_MASK.map((c) => 1 - Number(c))), b, (c, y) => c * y),
+          (x, y) => x + y,
+        );
+      },
+      strided: true,
+    },
+    {
+      name: "where with a number",
+      shapes: [[4]],
+      f32: ([a]) => ops.where(Tensor.from([true, false, false, true]), 0.5, a),
+      f64: ([a]) => R.f64([4], [0.5, a.data[1], a.data[2], 0.5]),
+    },
   ],
   hardtanh: [
     {
@@ -1134,6 +1181,9 @@ function windowAverage(
     return total / ((y1 - y0) * (x1 - x0));
   });
 }
+
+/** The condition of `where`'s case, [2, 1, 3]. */
+const WHERE_MASK = [true, false, true, false, false, true];
 
 /** Targets of the binary losses' cases, in [0, 1] (soft labels included). */
 const LOSS_TARGETS = [1, 0, 0.25, 0, 1, 0.75];

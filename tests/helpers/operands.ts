@@ -148,14 +148,15 @@ export const EDGE_SIZES: readonly number[] = [
   129,
 ];
 
-/** Element types of the storages: f32 data, Bool bytes, Int32 indices and I64 argmax results. */
-export type ElementType = "f32" | "u8" | "i32" | "i64";
+/** Element types of the storages: f32 data, Bool bytes, Int32 indices, I64 argmax results, 2-byte elements. */
+export type ElementType = "f32" | "u8" | "i32" | "i64" | "u16";
 
 const ARRAYS = {
   f32: Float32Array,
   u8: Uint8Array,
   i32: Int32Array,
   i64: BigInt64Array,
+  u16: Uint16Array,
 } as const;
 
 /** An offset and strides into a storage of `elements` elements. */
@@ -323,6 +324,7 @@ function typeOf(data: KernelOperand["data"]): ElementType {
   if (data instanceof Float32Array) return "f32";
   if (data instanceof Int32Array) return "i32";
   if (data instanceof BigInt64Array) return "i64";
+  if (data instanceof Uint16Array) return "u16";
   return "u8";
 }
 

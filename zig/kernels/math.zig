@@ -1,13 +1,13 @@
 //! Transcendental functions of the kernels, in two kinds.
 //!
-//! Exact (f64, scalar): `exp`, `expm1`, `log`, `tanh`, `sigmoid`, `gelu`, `erf`, `pow`. Each is one
+//! Exact (f64, scalar): `exp`, `expm1`, `log`, `tanh`, `sigmoid`, `gelu`, `geluErf`, `erf`, `pow`. Each is one
 //! algorithm made only of IEEE f64 additions, multiplications, divisions and comparisons (no libm call, no
 //! fused multiply-add: Zig's strict float mode never contracts), so every ISA and every thread count gives the
 //! same bits. Each is accurate to a few f64 ulps, so once rounded to f32 it is within 1 f32 ulp of the
 //! TypeScript reference (which uses `Math.exp` and friends); `erf` and `gelu` follow the reference's formulas
 //! operation for operation (`src/kernels/reference.ts`).
 //!
-//! Fast (f32 vectors of any width): `expFast`, `logFast`, `tanhFast`, `sigmoidFast`, `geluFast`, `erfFast`,
+//! Fast (f32 vectors of any width): `expFast`, `logFast`, `tanhFast`, `sigmoidFast`, `geluFast`, `geluErfFast`, `erfFast`,
 //! `powFast`. Polynomial approximations evaluated in f32, with fused multiply-adds where the ISA has them, so
 //! their bits may differ between ISAs. Their error bounds against the exact functions, checked by the tests
 //! at the bottom of this file and by `tests/kernels_elementwise.test.ts`, are in `fast_bounds`.
@@ -186,6 +186,31 @@ pub fn erfV(comptime n: usize, x: F(n)) F(n) {
     return @select(f64, x != x, x, r);
 }
 
+/// 1/√2 and 1/√π.
+pub const sqrt1_2: f64 = 0.7071067811865476;
+pub const one_over_sqrt_pi: f64 = 0.5641895835477563;
+
+/// erfc(a) for a >= 4 by its continued fraction e^(-a²)/√π · 1/(a + (1/2)/(a + (2/2)/(a + (3/2)/(...)))),
+/// evaluated from its 20th level up (relative error below 1e-13 there, from e^(-a²)'s rounding).
+fn erfcTailV(comptime n: usize, a: F(n)) F(n) {
+    var t = a;
+    inline for (0..20) |i| t = a + splat64(n, @as(f64, @floatFromInt(20 - i)) / 2) / t;
+    return expV(n, -(a * a)) * splat64(n, one_over_sqrt_pi) / t;
+}
+
+/// GELU, erf form (PyTorch's default): x·Φ(x) with Φ(x) = 0.5·(1 + erf(s)), s = x/√2, and, where erf
+/// rounds to -1 (s <= -4), Φ(x) = 0.5·erfc(-s) by `erfcTailV`, so the result keeps its relative accuracy
+/// down to the f32 subnormals. gelu(-inf) = -0 (the limit), gelu(+inf) = +inf.
+pub fn geluErfV(comptime n: usize, x: F(n)) F(n) {
+    const s = x * splat64(n, sqrt1_2);
+    var phi = splat64(n, 0.5) * (splat64(n, 1) + erfV(n, s));
+    // The tail is computed only when a lane needs it (a lane's value never depends on its neighbours).
+    const far = s <= splat64(n, -4);
+    if (@reduce(.Or, far)) phi = @select(f64, far, splat64(n, 0.5) * erfcTailV(n, @max(-s, splat64(n, 4))), phi);
+    const y = x * phi;
+    return @select(f64, x == splat64(n, -inf64), splat64(n, -0.0), y);
+}
+
 /// x^y in lanes: exp(y log|x|) for x > 0, x != 1 and finite nonzero y; every other lane takes `pow`.
 pub fn powV(comptime n: usize, x: F(n), y: F(n)) F(n) {
     const inf = splat64(n, inf64);
@@ -258,6 +283,10 @@ pub fn gelu(x: f64) f64 {
 
 pub fn erf(x: f64) f64 {
     return erfV(1, .{x})[0];
+}
+
+pub fn geluErf(x: f64) f64 {
+    return geluErfV(1, .{x})[0];
 }
 
 /// Whether y is an odd integer.
@@ -336,6 +365,9 @@ pub const fast_bounds = struct {
     /// arg = |2u|, u = √(2/π)(x + 0.044715x³): the exponent of exp(-2u) carries u's rounding.
     pub const gelu: FastBound = .{ .ulps = 6, .slope = 1 };
     pub const erf: FastBound = .{ .ulps = 4 };
+    /// Φ = 0.5 + 0.5·erf(s) just above s = -1 multiplies erf's error by up to 5; absolute part: a subnormal
+    /// result inherits exp's subnormal rounding times |x| (up to 15).
+    pub const gelu_erf: FastBound = .{ .ulps = 16, .abs = 0x1p-140 };
     /// arg = |y ln|x||: log's relative error is multiplied by the size of the exponent.
     pub const pow: FastBound = .{ .ulps = 4, .slope = 2 };
     pub const softmax: FastBound = .{ .ulps = 6 };
@@ -454,18 +486,52 @@ pub fn erfFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
     const z = x * x;
     const small = x * horner(n, z, &erf_small);
     const ac = @min(@max(a, splat(n, 1.0)), splat(n, 4.0));
-    const s = splat(n, 1.0) / ac - splat(n, 0.625);
-    const g = horner(n, s, &erfc_scaled);
     const z_hi = ac * ac;
-    const z_lo = squareError(n, ac, z_hi);
-    // e^(-z_hi - z_lo) = e^(-z_hi)(1 - z_lo) to f32 accuracy (|z_lo| < 2^-20).
-    const q = expFast(n, -z_hi) * (splat(n, 1.0) - z_lo) * g;
-    const large_abs = splat(n, 1.0) - q;
+    const large_abs = splat(n, 1.0) - erfcFast(n, ac, z_hi, squareError(n, ac, z_hi));
     const sign_mask: @Vector(n, u32) = @splat(0x8000_0000);
     const large: V = @bitCast(@as(@Vector(n, u32), @bitCast(large_abs)) | (@as(@Vector(n, u32), @bitCast(x)) & sign_mask));
     const one: V = @bitCast(@as(@Vector(n, u32), @bitCast(splat(n, 1.0))) | (@as(@Vector(n, u32), @bitCast(x)) & sign_mask));
     const result = @select(f32, a < splat(n, 4.0), large, one);
     return @select(f32, either(a < splat(n, 1.0), x != x), small, result);
+}
+
+/// erfc(a) for 1 <= a <= 4: e^(-a²) G(1/a), given a² as a rounded part and its rounding error so that
+/// e^(-a²) keeps f32 accuracy (e^(-z_hi - z_lo) = e^(-z_hi)(1 - z_lo) to f32 accuracy for |z_lo| < 2^-20).
+inline fn erfcFast(comptime n: usize, a: @Vector(n, f32), z_hi: @Vector(n, f32), z_lo: @Vector(n, f32)) @Vector(n, f32) {
+    const g = horner(n, splat(n, 1.0) / a - splat(n, 0.625), &erfc_scaled);
+    return expFast(n, -z_hi) * (splat(n, 1.0) - z_lo) * g;
+}
+
+/// erfc(a) for a >= 4, a² given as in `erfcFast`: the continued fraction of `erfcTailV` from its 8th level
+/// (relative error 1.2e-9 in exact arithmetic).
+inline fn erfcTailFast(comptime n: usize, a: @Vector(n, f32), z_hi: @Vector(n, f32), z_lo: @Vector(n, f32)) @Vector(n, f32) {
+    var t = a;
+    inline for (0..8) |i| t = a + splat(n, @as(f32, @floatFromInt(8 - i)) / 2) / t;
+    return expFast(n, -z_hi) * (splat(n, 1.0) - z_lo) * splat(n, @floatCast(one_over_sqrt_pi)) / t;
+}
+
+/// GELU, erf form: x·Φ(x) with s = x/√2 and a = |s|: Φ = 0.5 + 0.5·erf(s) by erf's polynomial for a < 1,
+/// and from erfc(a) beyond, 1 - 0.5·erfc(a) above and 0.5·erfc(a) below (`erfcFast`, then `erfcTailFast`
+/// from s = -4, computed only when a lane needs it), so negative inputs keep their relative accuracy. One
+/// exponential per element; a² = x²/2 is taken from x (not from the rounded s), so the exponent carries no
+/// rounding of s. gelu(-inf) = -0.
+pub fn geluErfFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
+    const V = @Vector(n, f32);
+    // Beyond ±16, Φ(x) rounds to 0 or 1 in f32: clamping keeps x² finite (NaN becomes -16 and is restored by
+    // x·Φ).
+    const xc = @min(@max(x, splat(n, -16.0)), splat(n, 16.0));
+    const s = xc * splat(n, @floatCast(sqrt1_2));
+    const a = @abs(s);
+    const x2 = xc * xc;
+    const z_hi = x2 * splat(n, 0.5);
+    const z_lo = squareError(n, xc, x2) * splat(n, 0.5);
+    var erfc = erfcFast(n, @min(@max(a, splat(n, 1.0)), splat(n, 4.0)), z_hi, z_lo);
+    const far = s < splat(n, -4.0);
+    if (@reduce(.Or, far)) erfc = @select(f32, far, erfcTailFast(n, @max(a, splat(n, 4.0)), z_hi, z_lo), erfc);
+    const small = mulAdd(V, splat(n, 0.5), s * horner(n, s * s, &erf_small), splat(n, 0.5));
+    const large = @select(f32, s > splat(n, 0), splat(n, 1.0) - splat(n, 0.5) * erfc, splat(n, 0.5) * erfc);
+    const y = x * @select(f32, a < splat(n, 1.0), small, large);
+    return @select(f32, x == splat(n, -std.math.inf(f32)), splat(n, -0.0), y);
 }
 
 /// a·a - hi exactly, for hi = a·a rounded: with a fused multiply-add directly, else by Dekker's split.
@@ -705,6 +771,7 @@ test "fast functions stay within their documented bounds" {
         _ = try checkFast("sigmoid", sigmoidFast, sigmoid, fast_bounds.sigmoid, noArgument, grid);
         _ = try checkFast("gelu", geluFast, gelu, fast_bounds.gelu, geluArgument, grid);
         _ = try checkFast("erf", erfFast, erf, fast_bounds.erf, noArgument, grid);
+        _ = try checkFast("gelu_erf", geluErfFast, geluErf, fast_bounds.gelu_erf, noArgument, grid);
     }
     const log_grids = [_]Grid{ .{ .lo = 0, .hi = 4, .steps = 200_000 }, .{ .lo = 0, .hi = 1e30, .steps = 20_000 }, .{ .lo = -1, .hi = 1e-30, .steps = 20_000 } };
     for (log_grids) |grid| _ = try checkFast("log", logFast, log, fast_bounds.log, noArgument, grid);

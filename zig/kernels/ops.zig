@@ -49,6 +49,7 @@ pub const UnaryOp = enum(i32) {
     reciprocal = 18, // ops.reciprocal
     rsqrt = 19, // ops.rsqrt
     square = 20, // ops.square
+    gelu_erf = 21, // ops.gelu
 };
 
 /// The `reduce` kernels (`zt_reduce_f32`), by the codes of the op table.

@@ -26,4 +26,5 @@ pub const KernelTable = extern struct {
     ctc: @import("ctc.zig").Table,
     nll: @import("nll.zig").Table,
     rnn: @import("rnn.zig").Table,
+    select: @import("select.zig").Table,
 };

@@ -1,5 +1,5 @@
 //! Element-wise unary kernels. neg, abs, relu and sqrt are single IEEE f32 operations in both modes. The
-//! transcendental ones (exp, log, tanh, sigmoid, gelu, erf) are, in exact mode, the f64 functions of
+//! transcendental ones (exp, log, tanh, sigmoid, gelu in its two forms, erf) are, in exact mode, the f64 functions of
 //! `math.zig` rounded once (the same bits on every ISA and thread count), and in fast mode its f32 vector
 //! approximations. Rows run as in `elementwise.zig`: vectors straight from memory when both inner strides
 //! are 1, the same vector function on gathered lanes otherwise.
@@ -37,6 +37,7 @@ inline fn exactV(comptime op: UnaryOp, x: @Vector(lanes, f64), p: Params) @Vecto
         .tanh => math.tanhV(lanes, x),
         .sigmoid => math.sigmoidV(lanes, x),
         .gelu => math.geluV(lanes, x),
+        .gelu_erf => math.geluErfV(lanes, x),
         .erf => math.erfV(lanes, x),
         else => comptime unreachable,
     };
@@ -52,6 +53,7 @@ fn exactScalar(comptime op: UnaryOp, x: f32, p: Params) f32 {
         .tanh => math.tanh(xf),
         .sigmoid => math.sigmoid(xf),
         .gelu => math.gelu(xf),
+        .gelu_erf => math.geluErf(xf),
         .erf => math.erf(xf),
         else => comptime unreachable,
     });
@@ -98,6 +100,7 @@ inline fn applyUnary(comptime op: UnaryOp, comptime exact: bool, x: V, p: Params
         .tanh => math.tanhFast(lanes, x),
         .sigmoid => math.sigmoidFast(lanes, x),
         .gelu => math.geluFast(lanes, x),
+        .gelu_erf => math.geluErfFast(lanes, x),
         .erf => math.erfFast(lanes, x),
         else => comptime unreachable,
     };
@@ -180,7 +183,7 @@ fn unaryWith(op: UnaryOp, mode: i32, threads: i32, x: []const f32, out: []f32, s
 test "exact mode rounds the f64 functions once, on every path" {
     var x: [3 * 67]f32 = undefined;
     for (&x, 0..) |*v, i| v.* = @as(f32, @floatFromInt(i)) * 0.061 - 6;
-    inline for (.{ UnaryOp.exp, .log, .tanh, .sigmoid, .gelu, .erf, .log1p, .expm1, .silu, .softplus, .elu }) |op| {
+    inline for (.{ UnaryOp.exp, .log, .tanh, .sigmoid, .gelu, .gelu_erf, .erf, .log1p, .expm1, .silu, .softplus, .elu }) |op| {
         var contiguous: [3 * 67]f32 = undefined;
         var strided: [3 * 67]f32 = @splat(7);
         unaryOnce(op, 1, 1, &x, &contiguous, 1);
@@ -200,7 +203,7 @@ test "exact mode rounds the f64 functions once, on every path" {
 test "fast mode gives the same value whether an element sits in a vector or in the tail" {
     var x: [lanes * 3 + 3]f32 = undefined;
     for (&x, 0..) |*v, i| v.* = @as(f32, @floatFromInt(i)) * 0.31 - 4;
-    inline for (.{ UnaryOp.exp, .tanh, .gelu, .erf }) |op| {
+    inline for (.{ UnaryOp.exp, .tanh, .gelu, .gelu_erf, .erf }) |op| {
         var whole: [x.len]f32 = undefined;
         unaryOnce(op, 0, 1, &x, &whole, 1);
         for (0..x.len) |i| {
