@@ -20,6 +20,7 @@ import { conv2d, fold, unfold, type WindowGeometry } from "../ops/conv.ts";
 import { ctcLossBackward } from "../ops/sequence.ts";
 import { maxPool2dBackward } from "../ops/pool.ts";
 import { embeddingBackward } from "../ops/nn.ts";
+import { layerNormBackward } from "../ops/norm.ts";
 import type { BackwardRecord, OpKind } from "./record.ts";
 
 /** The gradients of a record's inputs from the gradient of its output. */
@@ -235,15 +236,9 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     });
   },
   // y = x̂·w + b, x̂ = (x − μ)·rstd over the last k axes: with ĝ = g·w,
-  // dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)); dw = Σ g·x̂ and db = Σ g over the leading axes.
-  LayerNorm: (r, g) => {
-    const rank = r.inputShape(0).length;
-    const k = r.attrs.normalizedAxes;
-    const normalized = Array.from({ length: k }, (_, i) => rank - k + i);
-    const leading = Array.from({ length: rank - k }, (_, i) => i);
-    return normBackward(r, g, { normalized, leading, centered: true, weightView: (w) => w });
-  },
-  // The same per channel, over every axis but 1, with the batch statistics (training); with the running
+  // dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)); dw = Σ g·x̂ and db = Σ g over the leading axes (one kernel call).
+  LayerNorm: (r, g) => layerNormBackward(r, g),
+  // y = x̂·w + b per channel, over every axis but 1, with the batch statistics (training); with the running
   // statistics (evaluation) they are constants and dx = ĝ·rstd.
   BatchNorm: (r, g) => {
     const rank = r.inputShape(0).length;

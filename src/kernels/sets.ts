@@ -22,6 +22,12 @@ import { nativeIndexAdd, referenceIndexAdd } from "./scatter.ts";
 import { nativeIndex, referenceIndex } from "./indexing.ts";
 import { nativeCtc, referenceCtc } from "./ctc.ts";
 import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
+import {
+  nativeLayerNorm,
+  nativeLayerNormBackward,
+  referenceLayerNorm,
+  referenceLayerNormBackward,
+} from "./norm.ts";
 
 /**
  * The native kernels (the default set).
@@ -58,6 +64,8 @@ export const nativeKernels: KernelSet = {
   ctc: nativeCtc,
   im2col: nativeIm2col,
   col2im: nativeCol2im,
+  layerNorm: nativeLayerNorm,
+  layerNormBackward: nativeLayerNormBackward,
 };
 
 /**
@@ -92,4 +100,6 @@ export const referenceKernels: KernelSet = {
   ctc: referenceCtc,
   im2col: referenceIm2col,
   col2im: referenceCol2im,
+  layerNorm: referenceLayerNorm,
+  layerNormBackward: referenceLayerNormBackward,
 };

@@ -14,6 +14,7 @@ import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table
 import type { OptimizerStepKernel } from "./optim.ts";
 import type { CtcKernel } from "./ctc.ts";
 import type { ConvKernels } from "./conv.ts";
+import type { LayerNormBackwardKernel, LayerNormKernel } from "./norm.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -273,7 +274,15 @@ export interface SequenceKernels {
   readonly ctc: CtcKernel;
 }
 
-/** A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence and convolution kernels. */
+/** The normalization kernels (src/kernels/norm.ts). */
+export interface NormKernels {
+  /** Layer normalization of contiguous rows: y, rstd and (when wanted) x̂. */
+  readonly layerNorm: LayerNormKernel;
+  /** Its gradients: dx, dweight and dbias, each when wanted. */
+  readonly layerNormBackward: LayerNormBackwardKernel;
+}
+
+/** A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence, convolution and normalization kernels. */
 export type KernelSet =
   & TensorKernels
   & MovementKernels
@@ -282,4 +291,5 @@ export type KernelSet =
   & ScatterKernels
   & IndexKernels
   & SequenceKernels
-  & ConvKernels;
+  & ConvKernels
+  & NormKernels;

@@ -64,6 +64,11 @@ export const symbols = {
   zt_optim_step_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
   zt_index_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
   zt_ctc_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
+  zt_layer_norm_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
+  zt_layer_norm_backward_f32: {
+    parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
+    result: "void",
+  },
   // benchmarks only: the machine's limits, measured by the selected variant
   zt_bench_fma_f32: { parameters: ["u32"], result: "f64" },
   zt_bench_fma_f64: { parameters: ["u32"], result: "f64" },

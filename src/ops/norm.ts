@@ -9,15 +9,16 @@
 import { DType } from "../core/dtype.ts";
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkOptions, describe } from "../core/options.ts";
-import { GradMode } from "../context.ts";
+import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import type { Tensor } from "../tensor.ts";
-import { type AttributesOf, record, shouldRecord } from "../autograd/record.ts";
+import { allocate, type Tensor } from "../tensor.ts";
+import { type AttributesOf, type BackwardRecord, record, shouldRecord } from "../autograd/record.ts";
 import { add, div, mul, sqrt, sub } from "./elementwise.ts";
-import { checkF32, checkParameter } from "./common.ts";
+import { checkF32, checkParameter, newOutput } from "./common.ts";
 import { mean } from "./reduce.ts";
 import { reshape } from "./views.ts";
-import { copyInto } from "./copy.ts";
+import { contiguous, copyInto } from "./copy.ts";
+import { layerNormWorkspace } from "../kernels/norm.ts";
 
 /** Options of `layerNorm`. */
 export interface LayerNormOptions {
@@ -112,10 +113,22 @@ function recordNorm<K extends "LayerNorm" | "BatchNorm">(
   });
 }
 
+/** `t` itself when contiguous, else a contiguous copy made without a record (the kernels read rows). */
+function dense(t: Tensor): Tensor {
+  return t.isContiguous ? t : GradMode.noGrad(() => contiguous(t));
+}
+
+/** Disposes the copies `dense` made. */
+function disposeCopies(pairs: readonly (readonly [Tensor | undefined, Tensor | undefined])[]): void {
+  for (const [original, copy] of pairs) if (copy !== undefined && copy !== original) copy.dispose();
+}
+
 /**
  * Layer normalization over the trailing axes `normalizedShape` (a number or an array; they must be the last
- * extents of `x`), with an optional elementwise `weight` and `bias` of that shape. Records LayerNorm (attributes:
- * the number of normalized axes, whether weight and bias were given, eps).
+ * extents of `x`), with an optional elementwise `weight` and `bias` of that shape: one kernel call
+ * (`src/kernels/norm.ts`) per row block for the statistics, x̂ and the affine part. Records LayerNorm
+ * (attributes: the number of normalized axes, whether weight and bias were given, eps), whose backward pass is
+ * one kernel call too.
  *
  * @example
  * ```ts
@@ -150,27 +163,93 @@ export function layerNorm(
       [x.shape, shape],
     );
   }
-  checkParameter(op, "weight", options.weight, shape);
-  checkParameter(op, "bias", options.bias, shape);
+  const { weight, bias } = options;
+  checkParameter(op, "weight", weight, shape);
+  checkParameter(op, "bias", bias, shape);
   const eps = options.eps ?? 1e-5;
   checkEps(op, eps);
-  const axes = Array.from({ length: k }, (_, i) => lead + i);
-  const { xhat, rstd, mean: average, variance } = normalize(x, axes, eps);
-  average.dispose();
-  variance.dispose();
-  const y = affine(xhat, options.weight, options.bias);
+  const width = shape.reduce((a, b) => a * b, 1);
+  const rows = width === 0 ? 0 : x.size / width;
+  const recording = shouldRecord(
+    x,
+    ...(weight === undefined ? [] : [weight]),
+    ...(bias === undefined ? [] : [bias]),
+  );
+  const y = newOutput(op, x.shape);
+  const affine = weight !== undefined || bias !== undefined;
+  const xhat = recording && affine ? newOutput(op, x.shape) : y;
+  const rstd = allocate(op, [...x.shape.slice(0, lead), ...shape.map(() => 1)], DType.F32, width === 0, {
+    scoped: true,
+  });
+  if (width > 0) {
+    const [xd, wd, bd] = [dense(x), weight && dense(weight), bias && dense(bias)];
+    try {
+      kernels().layerNorm(
+        { rows, width, eps },
+        y.operand(op),
+        xhat === y ? null : xhat.operand(op),
+        rstd.operand(op),
+        xd.operand(op),
+        wd?.operand(op) ?? null,
+        bd?.operand(op) ?? null,
+        computeSettings(),
+      );
+    } finally {
+      disposeCopies([[x, xd], [weight, wd], [bias, bd]]);
+    }
+  }
   return recordNorm("LayerNorm", y, x, {
     xhat,
     rstd,
-    weight: options.weight,
-    bias: options.bias,
-    attrs: {
-      normalizedAxes: k,
-      hasWeight: options.weight !== undefined,
-      hasBias: options.bias !== undefined,
-      eps,
-    },
+    weight,
+    bias,
+    attrs: { normalizedAxes: k, hasWeight: weight !== undefined, hasBias: bias !== undefined, eps },
   });
+}
+
+/**
+ * The LayerNorm rule: dx, dweight and dbias (each where its input needs one) from the saved x̂, rstd and weight
+ * by one kernel call (`src/kernels/norm.ts`).
+ */
+export function layerNormBackward(r: BackwardRecord<"LayerNorm">, g: Tensor): (Tensor | null)[] {
+  const op = "layerNorm backward";
+  const input = r.inputShape(0);
+  const k = r.attrs.normalizedAxes;
+  const width = input.slice(input.length - k).reduce((a, b) => a * b, 1);
+  const rows = width === 0 ? 0 : input.reduce((a, b) => a * b, 1) / width;
+  const { hasWeight, hasBias } = r.attrs;
+  const biasSlot = hasWeight ? 2 : 1;
+  const dx = r.needsGrad(0) ? newOutput(op, input) : null;
+  const dw = hasWeight && r.needsGrad(1) ? newOutput(op, r.inputShape(1)) : null;
+  const db = hasBias && r.needsGrad(biasSlot) ? newOutput(op, r.inputShape(biasSlot)) : null;
+  if (width > 0) {
+    const params = { rows, width, eps: r.attrs.eps };
+    const weight = hasWeight && dx !== null ? r.savedTensor(2) : undefined;
+    const [gd, wd] = [dense(g), weight && dense(weight)];
+    const work = dw === null && db === null
+      ? null
+      : allocate(op, [Math.max(1, layerNormWorkspace(params))], DType.F64, false, { scoped: true });
+    try {
+      kernels().layerNormBackward(
+        params,
+        {
+          dx: dx?.operand(op) ?? null,
+          dw: dw?.operand(op) ?? null,
+          db: db?.operand(op) ?? null,
+          work: work?.operand(op) ?? null,
+        },
+        gd.operand(op),
+        r.savedTensor(0).operand(op),
+        r.savedTensor(1).operand(op),
+        wd?.operand(op) ?? null,
+        computeSettings(),
+      );
+    } finally {
+      disposeCopies([[g, gd], [weight, wd]]);
+      work?.dispose();
+    }
+  }
+  return [dx, ...(hasWeight ? [dw] : []), ...(hasBias ? [db] : [])];
 }
 
 /** A per-channel [C] tensor viewed as [C, 1, …] to broadcast over [N, C, …] of rank `rank`. */
