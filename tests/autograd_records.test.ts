@@ -60,6 +60,20 @@ test("Neg saves nothing; Relu saves its output", () => {
   assert.deepEqual(slots(r.gradFn!), [r.storage]);
 });
 
+test("the ReLU gradient is g where the output is not ≤ 0 and +0 elsewhere (PyTorch's threshold_backward), one kernel call", () => {
+  for (const mode of ["exact", "fast"] as const) {
+    TensorCompute.run({ mode }, () => {
+      using _ = new ActivationScope();
+      // -0 and 0 give output +0 (no gradient); NaN gives NaN, which passes the gradient as in PyTorch.
+      const x = leaf([-2, -0, 0, 1e-40, 3, NaN, 5], [7]);
+      ops.sum(ops.mul(ops.relu(x), Tensor.from([-1, -2, -3, -4, 5, 6, Infinity]))).backward();
+      const grad = [...x.grad!.toArray()];
+      assert.ok(Object.is(grad[0], 0) && Object.is(grad[1], 0) && Object.is(grad[2], 0), grad.join());
+      assert.deepEqual(grad.slice(3), [-4, 5, 6, Infinity]);
+    });
+  }
+});
+
 test("MatMul saves a for b's gradient and b for a's", () => {
   using _ = new ActivationScope();
   const a = leaf([1, 2, 3, 4], [2, 2]);

@@ -20,6 +20,8 @@ import { conv2d, fold, unfold, type WindowGeometry } from "../ops/conv.ts";
 import { ctcLossBackward } from "../ops/sequence.ts";
 import { maxPool2dBackward } from "../ops/pool.ts";
 import { embeddingBackward } from "../ops/nn.ts";
+import { binaryKernel } from "../ops/common.ts";
+import { kernelCode } from "../core/op_table.ts";
 import { layerNormBackward } from "../ops/norm.ts";
 import type { BackwardRecord, OpKind } from "./record.ts";
 
@@ -98,11 +100,8 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   },
   // −g.
   Neg: (_, g) => [neg(g)],
-  // g where the output is positive.
-  Relu: (r, g) => {
-    const out = r.savedTensor(0);
-    return [mul(g, asFloat(gt(out, 0)))];
-  },
+  // g where the output is not ≤ 0 (+0 elsewhere, PyTorch's threshold_backward), one kernel call.
+  Relu: (r, g) => [binaryKernel("relu backward", kernelCode("binary", "reluBackward"), g, r.savedTensor(0))],
   // dA = g·Bᵀ, dB = Aᵀ·g, the transposes being strided views of the saved tensors.
   MatMul: (r, g) => [
     r.needsGrad(0) ? sumToShape(matmul(g, transpose(r.savedTensor(1), -1, -2)), r.inputShape(0)) : null,

@@ -197,10 +197,33 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   copyInto: { dtypes: "any", grad: "none" },
 };
 
-/** The entries of the table whose kernel belongs to `family`, in code order. */
-export function kernelEntries(family: KernelFamily): { readonly op: OpName; readonly kernel: KernelRef }[] {
-  const entries: { op: OpName; kernel: KernelRef }[] = [];
-  for (const [op, def] of Object.entries(OPS) as [OpName, OpDefinition][]) {
+/**
+ * Kernels that no public op calls alone (the fused kernels of backward rules), by the internal name their
+ * callers pass to `kernelCode`: codes of their family like the ops' kernels, but no function in `ops`.
+ */
+export const INTERNAL_KERNELS = {
+  // g where the saved ReLU output is not ≤ 0 (PyTorch's threshold_backward): the Relu rule, one pass.
+  reluBackward: { kernel: k("binary", "ReluBackward", 13), dtypes: "f32", grad: "none" },
+} as const satisfies Record<string, OpDefinition>;
+
+/** The name of an internal kernel. */
+export type InternalKernelName = keyof typeof INTERNAL_KERNELS;
+
+/** The definition of an op of the table or of an internal kernel. */
+export function definitionOf(op: OpName | InternalKernelName): OpDefinition {
+  return op in INTERNAL_KERNELS ? INTERNAL_KERNELS[op as InternalKernelName] : OPS[op as OpName];
+}
+
+/** The entries of the table and the internal kernels whose kernel belongs to `family`, in code order. */
+export function kernelEntries(
+  family: KernelFamily,
+): { readonly op: OpName | InternalKernelName; readonly kernel: KernelRef }[] {
+  const entries: { op: OpName | InternalKernelName; kernel: KernelRef }[] = [];
+  const all = [...Object.entries(OPS), ...Object.entries(INTERNAL_KERNELS)] as [
+    OpName | InternalKernelName,
+    OpDefinition,
+  ][];
+  for (const [op, def] of all) {
     if (def.kernel?.family === family) entries.push({ op, kernel: def.kernel });
   }
   return entries.sort((x, y) => x.kernel.code - y.kernel.code);
@@ -229,8 +252,22 @@ export type KernelCode<F extends KernelFamily> = KernelCodes[F][keyof KernelCode
  * a third of a keyed load from the large `OPS` object (measured in Deno, see docs/performance.md).
  */
 const KERNELS_BY_OP: ReadonlyMap<string, KernelRef> = new Map(
-  Object.entries(OPS).flatMap(([op, def]) => def.kernel === undefined ? [] : [[op, def.kernel] as const]),
+  [...Object.entries(OPS), ...Object.entries(INTERNAL_KERNELS)].flatMap(([op, def]) =>
+    def.kernel === undefined ? [] : [[op, def.kernel] as const]
+  ),
 );
+
+/** The codes of the binary kernels that write Bool (dtype rule `f32->bool`: the comparisons). */
+const BOOL_BINARY: ReadonlySet<number> = new Set(
+  kernelEntries("binary").filter(({ op }) => definitionOf(op).dtypes === "f32->bool").map((e) =>
+    e.kernel.code
+  ),
+);
+
+/** Whether the binary kernel `code` writes Bool (0/1 bytes). */
+export function binaryWritesBool(code: number): boolean {
+  return BOOL_BINARY.has(code);
+}
 
 /** The code of `op`'s kernel, which must belong to `family` (the type admits only that family's ops). */
 export function kernelCode<F extends KernelFamily>(family: F, op: KernelOpNames[F]): KernelCode<F> {

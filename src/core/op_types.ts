@@ -276,7 +276,8 @@ export type BinaryOpName =
   | "lt"
   | "le"
   | "gt"
-  | "ge";
+  | "ge"
+  | "reluBackward";
 
 /** The operators whose kernel is in the `unary` family (their names in `ops`). */
 export type UnaryOpName =
@@ -354,6 +355,7 @@ export interface KernelCodes {
     readonly Le: 10;
     readonly Gt: 11;
     readonly Ge: 12;
+    readonly ReluBackward: 13;
   };
   /** The unary kernels by name, with their codes. */
   readonly unary: {

@@ -141,6 +141,7 @@ const BINARY_BY_NAME: Record<keyof typeof BinaryOp, (x: number, y: number) => nu
   Le: (x, y) => x <= y ? 1 : 0,
   Gt: (x, y) => x > y ? 1 : 0,
   Ge: (x, y) => x >= y ? 1 : 0,
+  ReluBackward: (g, out) => out <= 0 ? 0 : g,
 };
 
 const f32Product = new Float32Array(1);

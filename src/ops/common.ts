@@ -13,6 +13,7 @@ import { broadcastShapes, formatShape } from "../core/shape.ts";
 import { allocate, freshOperand, Tensor } from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { BinaryOp, type UnaryOp } from "../kernels/types.ts";
+import { binaryWritesBool } from "../core/op_table.ts";
 
 /**
  * `value` checked to be a live tensor: an `OptionError` for anything else, a `StaleTensorError` when its
@@ -110,7 +111,7 @@ export function newOutput(
 /** out = a (kind) b with broadcasting; the output is Bool for comparisons. */
 export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): Tensor {
   const shape = broadcastShapes(op, a.shape, b.shape);
-  const out = newOutput(op, shape, kind >= BinaryOp.Eq ? DType.Bool : DType.F32);
+  const out = newOutput(op, shape, binaryWritesBool(kind) ? DType.Bool : DType.F32);
   kernels().binary(
     kind,
     shape,
