@@ -228,16 +228,16 @@ export fn zt_ctc_f32(args: *const abi.ArgBlock, log_probs: *const anyopaque, met
 
 // Normalization
 
-/// Layer normalization of contiguous rows (zig/kernels/norm.zig documents the argument block); `xhat`,
-/// `weight` and `bias` may be null when their flags are off.
-export fn zt_layer_norm_f32(args: *const abi.ArgBlock, y: *anyopaque, xhat: ?*anyopaque, rstd: *anyopaque, x: *const anyopaque, weight: ?*const anyopaque, bias: ?*const anyopaque) void {
-    dispatch.active().norm.layer_norm_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(y)), @ptrCast(@alignCast(xhat)), @ptrCast(@alignCast(rstd)), @ptrCast(@alignCast(x)), @ptrCast(@alignCast(weight)), @ptrCast(@alignCast(bias)));
+/// Layer or batch normalization (zig/kernels/norm.zig documents the argument block); `xhat`, `weight`,
+/// `bias`, `mean` and `variance` may be null when their flags are off.
+export fn zt_norm_f32(args: *const abi.ArgBlock, y: *anyopaque, xhat: ?*anyopaque, rstd: *anyopaque, x: *const anyopaque, weight: ?*const anyopaque, bias: ?*const anyopaque, mean: ?*anyopaque, variance: ?*anyopaque) void {
+    dispatch.active().norm.norm_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(y)), @ptrCast(@alignCast(xhat)), @ptrCast(@alignCast(rstd)), @ptrCast(@alignCast(x)), @ptrCast(@alignCast(weight)), @ptrCast(@alignCast(bias)), @ptrCast(@alignCast(mean)), @ptrCast(@alignCast(variance)));
 }
 
-/// The gradients of a layer normalization: dx, dweight and dbias (each null when not wanted), from g, the
-/// saved x̂ and rstd, the weight (null without one) and an f64 workspace (null unless dweight or dbias).
-export fn zt_layer_norm_backward_f32(args: *const abi.ArgBlock, dx: ?*anyopaque, dw: ?*anyopaque, db: ?*anyopaque, g: *const anyopaque, xhat: *const anyopaque, rstd: *const anyopaque, weight: ?*const anyopaque, work: ?*anyopaque) void {
-    dispatch.active().norm.layer_norm_backward_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(dx)), @ptrCast(@alignCast(dw)), @ptrCast(@alignCast(db)), @ptrCast(@alignCast(g)), @ptrCast(@alignCast(xhat)), @ptrCast(@alignCast(rstd)), @ptrCast(@alignCast(weight)), @ptrCast(@alignCast(work)));
+/// The gradients of a normalization: dx, dweight and dbias (each null when not wanted), from g, the saved x̂
+/// and rstd, the weight (null without one) and an f64 workspace (null unless a per-position dweight or dbias).
+export fn zt_norm_backward_f32(args: *const abi.ArgBlock, dx: ?*anyopaque, dw: ?*anyopaque, db: ?*anyopaque, g: *const anyopaque, xhat: *const anyopaque, rstd: *const anyopaque, weight: ?*const anyopaque, work: ?*anyopaque) void {
+    dispatch.active().norm.norm_backward_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(dx)), @ptrCast(@alignCast(dw)), @ptrCast(@alignCast(db)), @ptrCast(@alignCast(g)), @ptrCast(@alignCast(xhat)), @ptrCast(@alignCast(rstd)), @ptrCast(@alignCast(weight)), @ptrCast(@alignCast(work)));
 }
 
 // --- benchmark only: the machine's limits, measured by the selected variant (zig/bench.zig) ---

@@ -22,7 +22,7 @@ import { maxPool2dBackward } from "../ops/pool.ts";
 import { embeddingBackward } from "../ops/nn.ts";
 import { binaryKernel } from "../ops/common.ts";
 import { kernelCode } from "../core/op_table.ts";
-import { layerNormBackward } from "../ops/norm.ts";
+import { batchNormBackward, layerNormBackward } from "../ops/norm.ts";
 import type { BackwardRecord, OpKind } from "./record.ts";
 
 /** The gradients of a record's inputs from the gradient of its output. */
@@ -237,18 +237,9 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   // y = x̂·w + b, x̂ = (x − μ)·rstd over the last k axes: with ĝ = g·w,
   // dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)); dw = Σ g·x̂ and db = Σ g over the leading axes (one kernel call).
   LayerNorm: (r, g) => layerNormBackward(r, g),
-  // y = x̂·w + b per channel, over every axis but 1, with the batch statistics (training); with the running
-  // statistics (evaluation) they are constants and dx = ĝ·rstd.
-  BatchNorm: (r, g) => {
-    const rank = r.inputShape(0).length;
-    const axes = [0, ...Array.from({ length: rank - 2 }, (_, i) => i + 2)];
-    return normBackward(r, g, {
-      normalized: axes,
-      leading: axes,
-      centered: r.attrs.training,
-      weightView: (w) => reshape(w, [w.shape[0], ...new Array<number>(rank - 2).fill(1)]),
-    });
-  },
+  // The same per channel, over every axis but 1, with the batch statistics (training); with the running
+  // statistics (evaluation) they are constants and dx = ĝ·rstd (one kernel call).
+  BatchNorm: (r, g) => batchNormBackward(r, g),
   // Per group: dx = col2im(Wᵀ·g), dW = Σₙ g·colsᵀ (the input unfolded again), db = Σ g over N, OH, OW.
   Conv2d: (r, g) => conv2dBackward(r, g),
   // dx = conv2d(g, W) (the forward of the conv2d this is the input gradient of); dW = Σₙ x·unfold(g)ᵀ per
@@ -382,50 +373,6 @@ function windowGeometry(
   output: [number, number],
 ): WindowGeometry {
   return { kernel, stride, padding, dilation, output };
-}
-
-/** Where a normalization's backward reduces, and how its weight broadcasts over the input. */
-interface NormAxes {
-  /** The axes the statistics were taken over. */
-  readonly normalized: readonly number[];
-  /** The axes the weight and bias gradients sum over. */
-  readonly leading: readonly number[];
-  /** Whether the statistics depend on x (batch statistics) or are constants (running statistics). */
-  readonly centered: boolean;
-  readonly weightView: (weight: Tensor) => Tensor;
-}
-
-/** The gradients of [x, weight?, bias?] of a LayerNorm or BatchNorm record. */
-function normBackward(
-  r: BackwardRecord<"LayerNorm" | "BatchNorm">,
-  g: Tensor,
-  axes: NormAxes,
-): (Tensor | null)[] {
-  const { hasWeight, hasBias } = r.attrs;
-  const xhat = r.savedTensor(0);
-  const grads: (Tensor | null)[] = [null];
-  if (r.needsGrad(0)) {
-    const rstd = r.savedTensor(1);
-    const gh = hasWeight ? mul(g, axes.weightView(r.savedTensor(2))) : g;
-    if (axes.centered) {
-      const keep = { keepDims: true };
-      const spread = sub(
-        sub(gh, mean(gh, axes.normalized, keep)),
-        mul(xhat, mean(mul(gh, xhat), axes.normalized, keep)),
-      );
-      grads[0] = mul(spread, rstd);
-    } else {
-      grads[0] = mul(gh, rstd);
-    }
-  }
-  const reduceTo = (t: Tensor, shape: readonly number[]) =>
-    reshape(axes.leading.length === 0 ? t : sum(t, axes.leading), shape);
-  if (hasWeight) grads.push(r.needsGrad(1) ? reduceTo(mul(g, xhat), r.inputShape(1)) : null);
-  if (hasBias) {
-    const i = grads.length;
-    grads.push(r.needsGrad(i) ? reduceTo(g, r.inputShape(i)) : null);
-  }
-  return grads;
 }
 
 function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)[] {

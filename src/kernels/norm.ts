@@ -1,84 +1,131 @@
 /**
- * The layer normalization kernels over contiguous rows [R, D]: one call forward (statistics, x̂ and the affine
- * part), one call backward (dx, and the weight and bias gradients summed over the rows). `referenceLayerNorm`
- * and `referenceLayerNormBackward` define the bits; `nativeLayerNorm` and `nativeLayerNormBackward` run
- * `zt_layer_norm_f32` and `zt_layer_norm_backward_f32` (`zig/kernels/norm.zig`), the reference's bits in exact
- * mode on every ISA and thread count, within `LAYER_NORM_FAST_BOUND` in fast mode.
+ * The normalization kernels: one call forward (statistics, x̂ and the affine part), one call backward (dx, and
+ * the weight and bias gradients). A normalized group ("row") r is `segments` runs of `width` contiguous
+ * elements, run k starting at r·rowStride + k·segmentStride: layer normalization has R rows of one run of D
+ * (its weight and bias indexed by the position in the row), batch normalization over [N, C, S] has C rows of N
+ * runs of S, segmentStride C·S (its weight and bias indexed by the row, `perRow`). `referenceNorm` and
+ * `referenceNormBackward` define the bits; `nativeNorm` and `nativeNormBackward` run `zt_norm_f32` and
+ * `zt_norm_backward_f32` (`zig/kernels/norm.zig`), the reference's bits in exact mode on every ISA and thread
+ * count, within `NORM_FAST_BOUND` in fast mode.
  *
- * Exact mode, per row: s = Σ x in f64 in ascending order, μ = s/D, v = Σ (x − μ)² in f64 in ascending order,
- * rstd = 1/√(v/D + eps) in f64 (saved rounded to f32), x̂ = (x − μ)·rstd in f64 and y = x̂·w + b in f64, each
- * rounded once to f32. Backward, with ĝ = g·w (g without a weight) in f64: a = Σ ĝ/D, c = Σ ĝ·x̂/D (f64,
- * ascending), dx = f32(rstd·((ĝ − a) − x̂·c)). dw = Σ g·x̂ and db = Σ g over the rows in f64, ascending within
- * fixed blocks of `LAYER_NORM_BLOCK_ROWS` rows, the block sums added in ascending order from +0 and rounded
- * once: the same bits in both modes and for any thread count.
+ * Exact mode, per row of M elements in row order: s = Σ x in f64 in ascending order, μ = s/M,
+ * v = Σ (x − μ)² in f64 in ascending order, rstd = 1/√(v/M + eps) in f64 (saved rounded to f32; μ and v/M
+ * written rounded when asked), x̂ = (x − μ)·rstd in f64 and y = x̂·w + b in f64, each rounded once to f32; with
+ * given statistics (evaluation) μ and v/M are read instead. Backward, with ĝ = g·w (g without a weight) in
+ * f64: a = Σ ĝ/M, c = Σ ĝ·x̂/M (f64, ascending), dx = f32(rstd·((ĝ − a) − x̂·c)), or f32(rstd·ĝ) when the
+ * statistics were given. Per position, dw = Σ g·x̂ and db = Σ g over the rows in f64, ascending within fixed
+ * blocks of `NORM_BLOCK_ROWS` rows, the block sums added in ascending order from +0 and rounded once; per row,
+ * the row's own sums in ascending order: the same bits in both modes and for any thread count.
  *
  * @module
  */
-import { args } from "../native/arg_block.ts";
+import { type ArgBlock, args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
 import type { NativePointer } from "../native/symbols.ts";
 import type { ComputeSettings, KernelOperand } from "./types.ts";
 
-/** Rows per block of the weight and bias gradients' partial sums (`block_rows` in zig/kernels/norm.zig). */
-export const LAYER_NORM_BLOCK_ROWS = 128;
+/** Rows per block of the per-position weight and bias gradients' partial sums (`block_rows` in zig/kernels/norm.zig). */
+export const NORM_BLOCK_ROWS = 128;
 
 /**
- * Fast mode's bound, measured against exact mode: |fast − exact| ≤ bound·(1 + |exact|) for y, x̂ and dx (f32
- * vector arithmetic on a row whose sums are still f64: a few f32 roundings of the normalized value).
+ * Fast mode's bound, measured against exact mode: |fast − exact| ≤ bound·(1 + |exact|) for y, x̂, dx and the
+ * statistics (f32 vector arithmetic on a row whose sums are still f64: a few f32 roundings of the normalized
+ * value).
  */
-export const LAYER_NORM_FAST_BOUND = 2 ** -18;
+export const NORM_FAST_BOUND = 2 ** -18;
 
-/** The extents and options of one layer normalization. */
-export interface LayerNormParams {
-  /** R: the rows (the product of the leading extents). */
+/** The layout and options of one normalization. */
+export interface NormParams {
+  /** R: the groups normalized (layer norm: the leading elements; batch norm: the channels). */
   readonly rows: number;
-  /** D: the elements of a row (the product of the normalized extents), at least 1. */
+  /** The contiguous run of each segment (layer norm: D; batch norm: the spatial extent S), at least 1. */
   readonly width: number;
+  /** Runs per row (layer norm: 1; batch norm: N), at least 1. */
+  readonly segments: number;
+  /** Elements between the starts of consecutive runs of a row (batch norm: C·S). */
+  readonly segmentStride: number;
+  /** Elements between the starts of consecutive rows (layer norm: D; batch norm: S). */
+  readonly rowStride: number;
+  /** The weight and bias hold one value per row (batch norm), else one per position of a run (layer norm). */
+  readonly perRow: boolean;
   /** Added to the variance. */
   readonly eps: number;
 }
 
+/** The parameters of a layer normalization of `rows` contiguous rows of `width`. */
+export function layerNormParams(rows: number, width: number, eps: number): NormParams {
+  return { rows, width, segments: 1, segmentStride: 0, rowStride: width, perRow: false, eps };
+}
+
+/** What the forward kernel writes: y and rstd [R], x̂ when given, and the batch statistics [R] when given. */
+export interface NormOutputs {
+  readonly y: KernelOperand;
+  readonly xhat: KernelOperand | null;
+  readonly rstd: KernelOperand;
+  /** μ per row, rounded to f32 (written; not with `given`). */
+  readonly mean: KernelOperand | null;
+  /** The biased variance v/M per row, rounded to f32 (written; not with `given`). */
+  readonly variance: KernelOperand | null;
+}
+
+/** Statistics per row to normalize with instead of the batch's own (evaluation). */
+export interface NormStatistics {
+  readonly mean: KernelOperand;
+  readonly variance: KernelOperand;
+}
+
 /**
- * Writes y [R, D], rstd [R] and, when given, x̂ [R, D] from x [R, D] and the optional weight and bias [D]; all
- * operands are contiguous from their offsets.
+ * Normalizes x (laid out as `params` says; every output has x's layout, the statistics [R]) with the optional
+ * weight and bias, by its own statistics or the `given` ones.
  */
-export type LayerNormKernel = (
-  params: LayerNormParams,
-  y: KernelOperand,
-  xhat: KernelOperand | null,
-  rstd: KernelOperand,
+export type NormKernel = (
+  params: NormParams,
+  out: NormOutputs,
   x: KernelOperand,
   weight: KernelOperand | null,
   bias: KernelOperand | null,
+  given: NormStatistics | null,
   settings: ComputeSettings,
 ) => void;
 
-/** Where the backward kernel writes: each gradient is optional; `work` (F64) is needed for dw or db. */
-export interface LayerNormGradients {
-  /** dx [R, D]. */
+/** Where the backward kernel writes: each gradient is optional; `work` (F64) is needed for per-position dw or db. */
+export interface NormGradients {
+  /** dx, in x's layout. */
   readonly dx: KernelOperand | null;
-  /** dweight [D]. */
+  /** dweight [width] or [rows]. */
   readonly dw: KernelOperand | null;
-  /** dbias [D]. */
+  /** dbias [width] or [rows]. */
   readonly db: KernelOperand | null;
-  /** F64 scratch of `layerNormWorkspace(params)` elements when dw or db is wanted. */
+  /** F64 scratch of `normWorkspace(params)` elements for a per-position dw or db. */
   readonly work: KernelOperand | null;
 }
 
-/** Writes the wanted gradients from g [R, D], the saved x̂ [R, D] and rstd [R], and the weight [D] if any. */
-export type LayerNormBackwardKernel = (
-  params: LayerNormParams,
-  grads: LayerNormGradients,
+/**
+ * Writes the wanted gradients from g and the saved x̂ (x's layout), rstd [R] and the weight if any; `centered`
+ * when the statistics were the batch's (false: they were given, constants).
+ */
+export type NormBackwardKernel = (
+  params: NormParams,
+  grads: NormGradients,
   g: KernelOperand,
   xhat: KernelOperand,
   rstd: KernelOperand,
   weight: KernelOperand | null,
+  centered: boolean,
   settings: ComputeSettings,
 ) => void;
 
-/** The F64 elements of the backward kernel's workspace: 2·D per block of rows. */
-export function layerNormWorkspace(params: LayerNormParams): number {
-  return Math.ceil(params.rows / LAYER_NORM_BLOCK_ROWS) * 2 * params.width;
+/** The F64 elements of the backward kernel's workspace: 2·width per block of rows (per-position weights). */
+export function normWorkspace(params: NormParams): number {
+  return params.perRow ? 0 : Math.ceil(params.rows / NORM_BLOCK_ROWS) * 2 * params.width;
+}
+
+/** Visits the element offsets of row r (relative to an operand's offset) in row order, with the position in the run. */
+function eachOf(params: NormParams, r: number, visit: (at: number, i: number) => void): void {
+  for (let k = 0; k < params.segments; k++) {
+    const base = r * params.rowStride + k * params.segmentStride;
+    for (let i = 0; i < params.width; i++) visit(base + i, i);
+  }
 }
 
 /**
@@ -87,43 +134,55 @@ export function layerNormWorkspace(params: LayerNormParams): number {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { referenceLayerNorm } from "./norm.ts";
+ * import { layerNormParams, referenceNorm } from "./norm.ts";
  * import type { KernelOperand } from "./types.ts";
  * import type { NativePointer } from "../native/symbols.ts";
  * const operand = (data: Float32Array): KernelOperand =>
  *   ({ pointer: null as unknown as NativePointer, data, offset: 0, strides: [] });
  * const y = new Float32Array(2);
  * const rstd = new Float32Array(1);
- * referenceLayerNorm({ rows: 1, width: 2, eps: 0 }, operand(y), null, operand(rstd), operand(new Float32Array([1, 3])), null, null, { mode: "exact", threads: 1 });
+ * const out = { y: operand(y), xhat: null, rstd: operand(rstd), mean: null, variance: null };
+ * referenceNorm(layerNormParams(1, 2, 0), out, operand(new Float32Array([1, 3])), null, null, null, { mode: "exact", threads: 1 });
  * assert.ok(y.join() === "-1,1" && rstd[0] === 1);
  * ```
  */
-export const referenceLayerNorm: LayerNormKernel = (params, y, xhat, rstd, x, weight, bias) => {
-  const { rows, width: d, eps } = params;
+export const referenceNorm: NormKernel = (params, out, x, weight, bias, given) => {
   const xd = x.data as Float32Array;
-  const yd = y.data as Float32Array;
+  const yd = out.y.data as Float32Array;
   const wd = weight?.data as Float32Array | undefined;
   const bd = bias?.data as Float32Array | undefined;
-  for (let r = 0; r < rows; r++) {
-    const base = x.offset + r * d;
-    let s = 0;
-    for (let i = 0; i < d; i++) s += xd[base + i];
-    const mu = s / d;
-    let v = 0;
-    for (let i = 0; i < d; i++) {
-      const t = xd[base + i] - mu;
-      v += t * t;
+  const count = params.width * params.segments;
+  const f32 = (o: KernelOperand) => o.data as Float32Array;
+  for (let r = 0; r < params.rows; r++) {
+    let mu: number;
+    let variance: number;
+    if (given !== null) {
+      mu = f32(given.mean)[given.mean.offset + r];
+      variance = f32(given.variance)[given.variance.offset + r];
+    } else {
+      let s = 0;
+      eachOf(params, r, (at) => (s += xd[x.offset + at]));
+      mu = s / count;
+      let v = 0;
+      eachOf(params, r, (at) => {
+        const t = xd[x.offset + at] - mu;
+        v += t * t;
+      });
+      variance = v / count;
+      if (out.mean !== null) f32(out.mean)[out.mean.offset + r] = mu;
+      if (out.variance !== null) f32(out.variance)[out.variance.offset + r] = variance;
     }
-    const rs = 1 / Math.sqrt(v / d + eps);
-    (rstd.data as Float32Array)[rstd.offset + r] = rs;
-    for (let i = 0; i < d; i++) {
-      const xh = (xd[base + i] - mu) * rs;
-      if (xhat !== null) (xhat.data as Float32Array)[xhat.offset + r * d + i] = xh;
-      let out = xh;
-      if (wd !== undefined) out = out * wd[weight!.offset + i];
-      if (bd !== undefined) out = out + bd[bias!.offset + i];
-      yd[y.offset + r * d + i] = out;
-    }
+    const rs = 1 / Math.sqrt(variance + params.eps);
+    f32(out.rstd)[out.rstd.offset + r] = rs;
+    eachOf(params, r, (at, i) => {
+      const xh = (xd[x.offset + at] - mu) * rs;
+      if (out.xhat !== null) f32(out.xhat)[out.xhat.offset + at] = xh;
+      const p = params.perRow ? r : i;
+      let value = xh;
+      if (wd !== undefined) value = value * wd[weight!.offset + p];
+      if (bd !== undefined) value = value + bd[bias!.offset + p];
+      yd[out.y.offset + at] = value;
+    });
   }
 };
 
@@ -133,7 +192,7 @@ export const referenceLayerNorm: LayerNormKernel = (params, y, xhat, rstd, x, we
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { referenceLayerNormBackward } from "./norm.ts";
+ * import { layerNormParams, referenceNormBackward } from "./norm.ts";
  * import type { KernelOperand } from "./types.ts";
  * import type { NativePointer } from "../native/symbols.ts";
  * const operand = (data: Float32Array | Float64Array): KernelOperand =>
@@ -143,116 +202,143 @@ export const referenceLayerNorm: LayerNormKernel = (params, y, xhat, rstd, x, we
  * const dx = new Float32Array(2);
  * const db = new Float32Array(2);
  * const grads = { dx: operand(dx), dw: null, db: operand(db), work: operand(new Float64Array(4)) };
- * referenceLayerNormBackward({ rows: 1, width: 2, eps: 0 }, grads, operand(xhat), operand(xhat), operand(new Float32Array([1])), null, { mode: "exact", threads: 1 });
+ * referenceNormBackward(layerNormParams(1, 2, 0), grads, operand(xhat), operand(xhat), operand(new Float32Array([1])), null, true, { mode: "exact", threads: 1 });
  * assert.ok(dx.join() === "0,0" && db.join() === "-1,1");
  * ```
  */
-export const referenceLayerNormBackward: LayerNormBackwardKernel = (
+export const referenceNormBackward: NormBackwardKernel = (
   params,
   grads,
   g,
   xhat,
   rstd,
   weight,
+  centered,
 ) => {
-  const { rows, width: d } = params;
+  const { rows, width } = params;
   const gd = g.data as Float32Array;
   const xd = xhat.data as Float32Array;
   const wd = weight?.data as Float32Array | undefined;
-  const gw = (r: number, i: number) => {
-    const v = gd[g.offset + r * d + i];
-    return wd === undefined ? v : v * wd[weight!.offset + i];
+  const count = width * params.segments;
+  const gw = (r: number, at: number, i: number) => {
+    const v = gd[g.offset + at];
+    return wd === undefined ? v : v * wd[weight!.offset + (params.perRow ? r : i)];
   };
   if (grads.dx !== null) {
     const dx = grads.dx.data as Float32Array;
     for (let r = 0; r < rows; r++) {
       let s1 = 0;
       let s2 = 0;
-      for (let i = 0; i < d; i++) {
-        const t = gw(r, i);
-        s1 += t;
-        s2 += t * xd[xhat.offset + r * d + i];
+      if (centered) {
+        eachOf(params, r, (at, i) => {
+          const t = gw(r, at, i);
+          s1 += t;
+          s2 += t * xd[xhat.offset + at];
+        });
       }
-      const a = s1 / d;
-      const c = s2 / d;
+      const a = s1 / count;
+      const c = s2 / count;
       const rs = (rstd.data as Float32Array)[rstd.offset + r];
-      for (let i = 0; i < d; i++) {
-        dx[grads.dx.offset + r * d + i] = rs * ((gw(r, i) - a) - xd[xhat.offset + r * d + i] * c);
-      }
+      eachOf(params, r, (at, i) => {
+        const t = gw(r, at, i);
+        dx[grads.dx!.offset + at] = centered ? rs * ((t - a) - xd[xhat.offset + at] * c) : rs * t;
+      });
     }
   }
-  const sum = (out: KernelOperand, term: (r: number, i: number) => number) => {
+  const gAt = (at: number) => gd[g.offset + at];
+  const gxAt = (at: number) => gd[g.offset + at] * xd[xhat.offset + at];
+  const sums: [KernelOperand | null, (at: number) => number][] = [[grads.dw, gxAt], [grads.db, gAt]];
+  for (const [out, term] of sums) {
+    if (out === null) continue;
     const o = out.data as Float32Array;
-    for (let i = 0; i < d; i++) {
+    if (params.perRow) {
+      for (let r = 0; r < rows; r++) {
+        let total = 0;
+        eachOf(params, r, (at) => (total += term(at)));
+        o[out.offset + r] = total;
+      }
+      continue;
+    }
+    for (let i = 0; i < width; i++) {
       let total = 0;
-      for (let start = 0; start < rows; start += LAYER_NORM_BLOCK_ROWS) {
+      for (let start = 0; start < rows; start += NORM_BLOCK_ROWS) {
         let block = 0;
-        const end = Math.min(rows, start + LAYER_NORM_BLOCK_ROWS);
-        for (let r = start; r < end; r++) block += term(r, i);
+        const end = Math.min(rows, start + NORM_BLOCK_ROWS);
+        for (let r = start; r < end; r++) block += term(r * params.rowStride + i);
         total += block;
       }
       o[out.offset + i] = total;
     }
-  };
-  const gAt = (r: number, i: number) => gd[g.offset + r * d + i];
-  if (grads.dw !== null) sum(grads.dw, (r, i) => gAt(r, i) * xd[xhat.offset + r * d + i]);
-  if (grads.db !== null) sum(grads.db, gAt);
+  }
 };
 
 const MODE = { fast: 0, exact: 1 } as const;
 const NULL = null as unknown as NativePointer;
 
-/** The native forward kernel (`zt_layer_norm_f32`); operands validated and sized by the caller. */
-export const nativeLayerNorm: LayerNormKernel = (params, y, xhat, rstd, x, weight, bias, settings) => {
-  args.op(0, MODE[settings.mode], settings.threads)
+function geometry(params: NormParams, mode: number, threads: number): ArgBlock {
+  return args.op(0, mode, threads)
     .int(0, params.rows)
     .int(1, params.width)
-    .int(2, y.offset)
-    .int(3, xhat?.offset ?? 0)
-    .int(4, rstd.offset)
-    .int(5, x.offset)
-    .int(6, weight?.offset ?? 0)
-    .int(7, bias?.offset ?? 0)
-    .int(8, (xhat === null ? 0 : 1) | (weight === null ? 0 : 2) | (bias === null ? 0 : 4))
+    .int(2, params.segments)
+    .int(3, params.segmentStride)
+    .int(4, params.rowStride)
     .float(0, params.eps);
-  native.zt_layer_norm_f32(
+}
+
+/** The native forward kernel (`zt_norm_f32`); operands validated and sized by the caller. */
+export const nativeNorm: NormKernel = (params, out, x, weight, bias, given, settings) => {
+  const mean = given?.mean ?? out.mean;
+  const variance = given?.variance ?? out.variance;
+  const flags = (out.xhat === null ? 0 : 1) | (weight === null ? 0 : 2) | (bias === null ? 0 : 4) |
+    (params.perRow ? 8 : 0) | (given === null && out.mean !== null ? 16 : 0) | (given === null ? 0 : 32);
+  geometry(params, MODE[settings.mode], settings.threads)
+    .int(5, out.y.offset)
+    .int(6, out.xhat?.offset ?? 0)
+    .int(7, out.rstd.offset)
+    .int(8, x.offset)
+    .int(9, weight?.offset ?? 0)
+    .int(10, bias?.offset ?? 0)
+    .int(11, mean?.offset ?? 0)
+    .int(12, variance?.offset ?? 0)
+    .int(13, flags);
+  native.zt_norm_f32(
     args.pointer,
-    y.pointer,
-    xhat?.pointer ?? NULL,
-    rstd.pointer,
+    out.y.pointer,
+    out.xhat?.pointer ?? NULL,
+    out.rstd.pointer,
     x.pointer,
     weight?.pointer ?? NULL,
     bias?.pointer ?? NULL,
+    mean?.pointer ?? NULL,
+    variance?.pointer ?? NULL,
   );
 };
 
-/** The native backward kernel (`zt_layer_norm_backward_f32`); operands validated and sized by the caller. */
-export const nativeLayerNormBackward: LayerNormBackwardKernel = (
+/** The native backward kernel (`zt_norm_backward_f32`); operands validated and sized by the caller. */
+export const nativeNormBackward: NormBackwardKernel = (
   params,
   grads,
   g,
   xhat,
   rstd,
   weight,
+  centered,
   settings,
 ) => {
   const { dx, dw, db, work } = grads;
-  args.op(1, MODE[settings.mode], settings.threads)
-    .int(0, params.rows)
-    .int(1, params.width)
-    .int(2, dx?.offset ?? 0)
-    .int(3, dw?.offset ?? 0)
-    .int(4, db?.offset ?? 0)
-    .int(5, g.offset)
-    .int(6, xhat.offset)
-    .int(7, rstd.offset)
-    .int(8, weight?.offset ?? 0)
-    .int(9, work?.offset ?? 0)
-    .int(
-      10,
-      (dx === null ? 0 : 1) | (weight === null ? 0 : 2) | (dw === null ? 0 : 4) | (db === null ? 0 : 8),
-    );
-  native.zt_layer_norm_backward_f32(
+  const flags = (dx === null ? 0 : 1) | (weight === null ? 0 : 2) | (dw === null ? 0 : 4) |
+    (db === null ? 0 : 8) | (params.perRow ? 16 : 0) | (centered ? 0 : 32);
+  geometry(params, MODE[settings.mode], settings.threads)
+    .int(5, dx?.offset ?? 0)
+    .int(6, dw?.offset ?? 0)
+    .int(7, db?.offset ?? 0)
+    .int(8, g.offset)
+    .int(9, xhat.offset)
+    .int(10, rstd.offset)
+    .int(11, weight?.offset ?? 0)
+    .int(12, work?.offset ?? 0)
+    .int(13, flags);
+  native.zt_norm_backward_f32(
     args.pointer,
     dx?.pointer ?? NULL,
     dw?.pointer ?? NULL,

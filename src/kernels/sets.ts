@@ -22,12 +22,7 @@ import { nativeIndexAdd, referenceIndexAdd } from "./scatter.ts";
 import { nativeIndex, referenceIndex } from "./indexing.ts";
 import { nativeCtc, referenceCtc } from "./ctc.ts";
 import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
-import {
-  nativeLayerNorm,
-  nativeLayerNormBackward,
-  referenceLayerNorm,
-  referenceLayerNormBackward,
-} from "./norm.ts";
+import { nativeNorm, nativeNormBackward, referenceNorm, referenceNormBackward } from "./norm.ts";
 
 /**
  * The native kernels (the default set).
@@ -64,8 +59,8 @@ export const nativeKernels: KernelSet = {
   ctc: nativeCtc,
   im2col: nativeIm2col,
   col2im: nativeCol2im,
-  layerNorm: nativeLayerNorm,
-  layerNormBackward: nativeLayerNormBackward,
+  norm: nativeNorm,
+  normBackward: nativeNormBackward,
 };
 
 /**
@@ -100,6 +95,6 @@ export const referenceKernels: KernelSet = {
   ctc: referenceCtc,
   im2col: referenceIm2col,
   col2im: referenceCol2im,
-  layerNorm: referenceLayerNorm,
-  layerNormBackward: referenceLayerNormBackward,
+  norm: referenceNorm,
+  normBackward: referenceNormBackward,
 };

@@ -14,7 +14,7 @@ import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table
 import type { OptimizerStepKernel } from "./optim.ts";
 import type { CtcKernel } from "./ctc.ts";
 import type { ConvKernels } from "./conv.ts";
-import type { LayerNormBackwardKernel, LayerNormKernel } from "./norm.ts";
+import type { NormBackwardKernel, NormKernel } from "./norm.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -274,12 +274,12 @@ export interface SequenceKernels {
   readonly ctc: CtcKernel;
 }
 
-/** The normalization kernels (src/kernels/norm.ts). */
+/** The normalization kernels (src/kernels/norm.ts): layer and batch normalization. */
 export interface NormKernels {
-  /** Layer normalization of contiguous rows: y, rstd and (when wanted) x̂. */
-  readonly layerNorm: LayerNormKernel;
+  /** Normalization of groups of contiguous runs: y, rstd and (when wanted) x̂ and the batch statistics. */
+  readonly norm: NormKernel;
   /** Its gradients: dx, dweight and dbias, each when wanted. */
-  readonly layerNormBackward: LayerNormBackwardKernel;
+  readonly normBackward: NormBackwardKernel;
 }
 
 /** A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence, convolution and normalization kernels. */

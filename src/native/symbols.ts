@@ -64,8 +64,11 @@ export const symbols = {
   zt_optim_step_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
   zt_index_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
   zt_ctc_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
-  zt_layer_norm_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
-  zt_layer_norm_backward_f32: {
+  zt_norm_f32: {
+    parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
+    result: "void",
+  },
+  zt_norm_backward_f32: {
     parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
     result: "void",
   },
