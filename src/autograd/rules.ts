@@ -11,7 +11,7 @@ import { allocate, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
 import { ge, le, minimum, sigmoid } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
-import { mean, prod, sum } from "../ops/reduce.ts";
+import { prod, sum } from "../ops/reduce.ts";
 import { cumsum, gather, scatterAdd } from "../ops/indexing.ts";
 import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
 import { cast, copyInto } from "../ops/copy.ts";
