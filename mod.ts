@@ -109,6 +109,15 @@ export type { IndexKernels } from "./src/kernels/types.ts";
 export type { IndexKernel, IndexOp } from "./src/kernels/indexing.ts";
 export type { CtcKernel, CtcParams } from "./src/kernels/ctc.ts";
 export type { ConvKernels, ConvWindowParams } from "./src/kernels/conv.ts";
+export type { NormKernels } from "./src/kernels/types.ts";
+export type {
+  NormBackwardKernel,
+  NormGradients,
+  NormKernel,
+  NormOutputs,
+  NormParams,
+  NormStatistics,
+} from "./src/kernels/norm.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {

@@ -59,8 +59,11 @@ export function layerNormParams(rows: number, width: number, eps: number): NormP
 
 /** What the forward kernel writes: y and rstd [R], x̂ when given, and the batch statistics [R] when given. */
 export interface NormOutputs {
+  /** The output, in x's layout. */
   readonly y: KernelOperand;
+  /** x̂, in x's layout (not written when null). */
   readonly xhat: KernelOperand | null;
+  /** 1/√(variance + eps) per row. */
   readonly rstd: KernelOperand;
   /** μ per row, rounded to f32 (written; not with `given`). */
   readonly mean: KernelOperand | null;
@@ -70,7 +73,9 @@ export interface NormOutputs {
 
 /** Statistics per row to normalize with instead of the batch's own (evaluation). */
 export interface NormStatistics {
+  /** The mean per row. */
   readonly mean: KernelOperand;
+  /** The (biased) variance per row. */
   readonly variance: KernelOperand;
 }
 
