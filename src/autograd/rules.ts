@@ -63,8 +63,6 @@ function keptGradient(record: BackwardRecord<"Sum" | "Mean" | "Max" | "Min" | "P
   return reshape(g, shape);
 }
 
-const GELU_C = Math.sqrt(2 / Math.PI);
-const GELU_A = 0.044715;
 const TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.PI);
 
 const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
@@ -146,15 +144,17 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     const y = r.savedTensor(0);
     return [mul(g, mul(y, sub(1, y)))];
   },
-  // d gelu = 0.5·(1 + t) + 0.5·x·(1 − t²)·c·(1 + 3a·x²), t = tanh(c·(x + a·x³)).
-  Gelu: (r, g) => {
-    const x = r.savedTensor(0);
-    const t = r.savedTensor(1);
-    const left = mul(add(t, 1), 0.5);
-    const slope = mul(add(mul(mul(x, x), 3 * GELU_A), 1), GELU_C);
-    const right = mul(mul(mul(x, 0.5), sub(1, mul(t, t))), slope);
-    return [mul(g, add(left, right))];
-  },
+  // d gelu = 0.5·(1 + t) + 0.5·x·(1 − t²)·c·(1 + 3a·x²), t = tanh(c·(x + a·x³)): the GeluGrad kernel (f64,
+  // rounded once) from the saved x and t, times g.
+  Gelu: (
+    r,
+    g,
+  ) => [
+    mul(
+      g,
+      binaryKernel("gelu backward", kernelCode("binary", "geluGrad"), r.savedTensor(0), r.savedTensor(1)),
+    ),
+  ],
   // g broadcast back over the reduced axes.
   Sum: (r, g) => [expand(keptGradient(r, g), r.inputShape(0))],
   // g/count broadcast back over the reduced axes.

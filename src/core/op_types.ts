@@ -277,7 +277,8 @@ export type BinaryOpName =
   | "le"
   | "gt"
   | "ge"
-  | "reluBackward";
+  | "reluBackward"
+  | "geluGrad";
 
 /** The operators whose kernel is in the `unary` family (their names in `ops`). */
 export type UnaryOpName =
@@ -356,6 +357,7 @@ export interface KernelCodes {
     readonly Gt: 11;
     readonly Ge: 12;
     readonly ReluBackward: 13;
+    readonly GeluGrad: 14;
   };
   /** The unary kernels by name, with their codes. */
   readonly unary: {
