@@ -74,6 +74,23 @@ test("the ReLU gradient is g where the output is not ≤ 0 and +0 elsewhere (PyT
   }
 });
 
+test("the GELU gradient (one GeluGrad kernel, f64) is its limit where x² overflows f32, NaN at ±∞ and NaN", () => {
+  for (const mode of ["exact", "fast"] as const) {
+    TensorCompute.run({ mode }, () => {
+      using _ = new ActivationScope();
+      const x = leaf([-Infinity, -1e20, 0, 1, 1e20, Infinity, NaN], [7]);
+      ops.sum(ops.gelu(x)).backward();
+      const grad = [...(x.grad!.toArray() as Float32Array)];
+      // d gelu(1) = 0.5·(1 + t) + 0.5·(1 − t²)·c·(1 + 3a), t = tanh(c·1.044715) (t as saved: within an ulp).
+      const t = Math.tanh(Math.sqrt(2 / Math.PI) * (1 + 0.044715));
+      const one = (t + 1) * 0.5 + (0.5 * (1 - t * t)) * ((3 * 0.044715 + 1) * Math.sqrt(2 / Math.PI));
+      assert.deepEqual([grad[1], grad[2], grad[4]], [0, 0.5, 1], grad.join());
+      assert.ok(Math.abs(grad[3] - one) < 1e-6, `${grad[3]} vs ${one}`);
+      assert.ok(Number.isNaN(grad[0]) && Number.isNaN(grad[5]) && Number.isNaN(grad[6]));
+    });
+  }
+});
+
 test("MatMul saves a for b's gradient and b for a's", () => {
   using _ = new ActivationScope();
   const a = leaf([1, 2, 3, 4], [2, 2]);
