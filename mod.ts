@@ -117,6 +117,15 @@ export type { RnnCellKernel, RnnCellParams } from "./src/kernels/rnn.ts";
 export type { ConvKernels, ConvWindowParams } from "./src/kernels/conv.ts";
 export type { SelectKernels } from "./src/kernels/types.ts";
 export type { SelectKernel } from "./src/kernels/select.ts";
+export type { NormKernels } from "./src/kernels/types.ts";
+export type {
+  NormBackwardKernel,
+  NormGradients,
+  NormKernel,
+  NormOutputs,
+  NormParams,
+  NormStatistics,
+} from "./src/kernels/norm.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {

@@ -12,6 +12,7 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
+  definitionOf,
   KERNEL_FAMILIES,
   kernelCodes,
   kernelEntries,
@@ -36,7 +37,9 @@ function family(name: KernelFamily): string {
   const entries = kernelEntries(name);
   const fields = entries.map(({ op, kernel }) => `    ${snake(kernel.name)} = ${kernel.code}, // ops.${op}`);
   const rule = (dtypes: string) =>
-    entries.filter(({ op }) => OPS[op].dtypes === dtypes).map(({ kernel }) => `.${snake(kernel.name)}`);
+    entries.filter(({ op }) => definitionOf(op).dtypes === dtypes).map(({ kernel }) =>
+      `.${snake(kernel.name)}`
+    );
   const predicate = (fn: string, doc: string, list: string[]) =>
     list.length === 0 ? [] : [
       "",

@@ -60,6 +60,37 @@ test("Neg saves nothing; Relu saves its output", () => {
   assert.deepEqual(slots(r.gradFn!), [r.storage]);
 });
 
+test("the ReLU gradient is g where the output is not ≤ 0 and +0 elsewhere (PyTorch's threshold_backward), one kernel call", () => {
+  for (const mode of ["exact", "fast"] as const) {
+    TensorCompute.run({ mode }, () => {
+      using _ = new ActivationScope();
+      // -0 and 0 give output +0 (no gradient); NaN gives NaN, which passes the gradient as in PyTorch.
+      const x = leaf([-2, -0, 0, 1e-40, 3, NaN, 5], [7]);
+      ops.sum(ops.mul(ops.relu(x), Tensor.from([-1, -2, -3, -4, 5, 6, Infinity]))).backward();
+      const grad = [...x.grad!.toArray()];
+      assert.ok(Object.is(grad[0], 0) && Object.is(grad[1], 0) && Object.is(grad[2], 0), grad.join());
+      assert.deepEqual(grad.slice(3), [-4, 5, 6, Infinity]);
+    });
+  }
+});
+
+test("the GELU gradient (one GeluGrad kernel, f64) is its limit where x² overflows f32, NaN at ±∞ and NaN", () => {
+  for (const mode of ["exact", "fast"] as const) {
+    TensorCompute.run({ mode }, () => {
+      using _ = new ActivationScope();
+      const x = leaf([-Infinity, -1e20, 0, 1, 1e20, Infinity, NaN], [7]);
+      ops.sum(ops.gelu(x)).backward();
+      const grad = [...(x.grad!.toArray() as Float32Array)];
+      // d gelu(1) = 0.5·(1 + t) + 0.5·(1 − t²)·c·(1 + 3a), t = tanh(c·1.044715) (t as saved: within an ulp).
+      const t = Math.tanh(Math.sqrt(2 / Math.PI) * (1 + 0.044715));
+      const one = (t + 1) * 0.5 + (0.5 * (1 - t * t)) * ((3 * 0.044715 + 1) * Math.sqrt(2 / Math.PI));
+      assert.deepEqual([grad[1], grad[2], grad[4]], [0, 0.5, 1], grad.join());
+      assert.ok(Math.abs(grad[3] - one) < 1e-6, `${grad[3]} vs ${one}`);
+      assert.ok(Number.isNaN(grad[0]) && Number.isNaN(grad[5]) && Number.isNaN(grad[6]));
+    });
+  }
+});
+
 test("MatMul saves a for b's gradient and b for a's", () => {
   using _ = new ActivationScope();
   const a = leaf([1, 2, 3, 4], [2, 2]);

@@ -151,7 +151,7 @@ export fn zt_dequantize(args: *const abi.ArgBlock, dst: *anyopaque, src: *const 
 // comment documents its argument block). All take (args, out, inputs...) with operand 0 the output;
 // args.mode is 0 for fast and 1 for exact, args.threads the most threads the kernel may use.
 
-/// args.op: a `BinaryOp` (add sub mul div max min pow eq ne lt le gt ge); operands 0, 1, 2 = out, a, b over
+/// args.op: a `BinaryOp` (add sub mul div max min pow eq ne lt le gt ge relu_backward gelu_grad); operands 0, 1, 2 = out, a, b over
 /// args.shape. Comparisons write Bool bytes, and operand 0's offset and strides count those bytes.
 export fn zt_binary_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque, b: *const anyopaque) void {
     dispatch.active().elementwise.binary_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));
@@ -250,6 +250,20 @@ export fn zt_nll_f32(args: *const abi.ArgBlock, x: *const anyopaque, target: *co
 export fn zt_rnn_cell_f32(args: *const abi.ArgBlock, p0: *anyopaque, p1: *anyopaque, p2: *anyopaque, p3: *anyopaque, p4: *anyopaque, p5: *anyopaque, p6: *anyopaque, p7: *anyopaque) void {
     const operands: [8][*]f32 = .{ @ptrCast(@alignCast(p0)), @ptrCast(@alignCast(p1)), @ptrCast(@alignCast(p2)), @ptrCast(@alignCast(p3)), @ptrCast(@alignCast(p4)), @ptrCast(@alignCast(p5)), @ptrCast(@alignCast(p6)), @ptrCast(@alignCast(p7)) };
     dispatch.active().rnn.cell_f32(&ThreadPool.runtime, args, &operands);
+}
+
+// Normalization
+
+/// Layer or batch normalization (zig/kernels/norm.zig documents the argument block); `xhat`, `weight`,
+/// `bias`, `mean` and `variance` may be null when their flags are off.
+export fn zt_norm_f32(args: *const abi.ArgBlock, y: *anyopaque, xhat: ?*anyopaque, rstd: *anyopaque, x: *const anyopaque, weight: ?*const anyopaque, bias: ?*const anyopaque, mean: ?*anyopaque, variance: ?*anyopaque) void {
+    dispatch.active().norm.norm_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(y)), @ptrCast(@alignCast(xhat)), @ptrCast(@alignCast(rstd)), @ptrCast(@alignCast(x)), @ptrCast(@alignCast(weight)), @ptrCast(@alignCast(bias)), @ptrCast(@alignCast(mean)), @ptrCast(@alignCast(variance)));
+}
+
+/// The gradients of a normalization: dx, dweight and dbias (each null when not wanted), from g, the saved x̂
+/// and rstd, the weight (null without one) and an f64 workspace (null unless a per-position dweight or dbias).
+export fn zt_norm_backward_f32(args: *const abi.ArgBlock, dx: ?*anyopaque, dw: ?*anyopaque, db: ?*anyopaque, g: *const anyopaque, xhat: *const anyopaque, rstd: *const anyopaque, weight: ?*const anyopaque, work: ?*anyopaque) void {
+    dispatch.active().norm.norm_backward_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(dx)), @ptrCast(@alignCast(dw)), @ptrCast(@alignCast(db)), @ptrCast(@alignCast(g)), @ptrCast(@alignCast(xhat)), @ptrCast(@alignCast(rstd)), @ptrCast(@alignCast(weight)), @ptrCast(@alignCast(work)));
 }
 
 // --- benchmark only: the machine's limits, measured by the selected variant (zig/bench.zig) ---

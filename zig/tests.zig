@@ -22,6 +22,7 @@ comptime {
     _ = @import("kernels/ctc.zig");
     _ = @import("kernels/rnn.zig");
     _ = @import("kernels/select.zig");
+    _ = @import("kernels/norm.zig");
     _ = @import("bench.zig");
     // data movement
     _ = @import("movement/copy.zig");

@@ -13,6 +13,7 @@ const kernels: table.KernelTable = .{
     .nll = @import("kernels/nll.zig").table_entries,
     .rnn = @import("kernels/rnn.zig").table_entries,
     .select = @import("kernels/select.zig").table_entries,
+    .norm = @import("kernels/norm.zig").table_entries,
 };
 
 comptime {

@@ -11,7 +11,7 @@ import { allocate, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
 import { ge, le, minimum, sigmoid, where } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
-import { mean, prod, sum } from "../ops/reduce.ts";
+import { prod, sum } from "../ops/reduce.ts";
 import { cumsum, gather, scatterAdd } from "../ops/indexing.ts";
 import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
 import { cast, copyInto } from "../ops/copy.ts";
@@ -21,6 +21,9 @@ import { ctcLossBackward, gruBackward, lstmBackward } from "../ops/sequence.ts";
 import { classLossBackward } from "../ops/losses.ts";
 import { maxPool2dBackward } from "../ops/pool.ts";
 import { embeddingBackward } from "../ops/nn.ts";
+import { binaryKernel } from "../ops/common.ts";
+import { kernelCode } from "../core/op_table.ts";
+import { batchNormBackward, layerNormBackward } from "../ops/norm.ts";
 import type { BackwardRecord, OpKind } from "./record.ts";
 
 /** The gradients of a record's inputs from the gradient of its output. */
@@ -61,8 +64,6 @@ function keptGradient(record: BackwardRecord<"Sum" | "Mean" | "Max" | "Min" | "P
   return reshape(g, shape);
 }
 
-const GELU_C = Math.sqrt(2 / Math.PI);
-const GELU_A = 0.044715;
 const TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.PI);
 
 const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
@@ -98,11 +99,8 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   },
   // −g.
   Neg: (_, g) => [neg(g)],
-  // g where the output is positive.
-  Relu: (r, g) => {
-    const out = r.savedTensor(0);
-    return [mul(g, asFloat(gt(out, 0)))];
-  },
+  // g where the output is not ≤ 0 (+0 elsewhere, PyTorch's threshold_backward), one kernel call.
+  Relu: (r, g) => [binaryKernel("relu backward", kernelCode("binary", "reluBackward"), g, r.savedTensor(0))],
   // dA = g·Bᵀ, dB = Aᵀ·g, the transposes being strided views of the saved tensors.
   MatMul: (r, g) => [
     r.needsGrad(0) ? sumToShape(matmul(g, transpose(r.savedTensor(1), -1, -2)), r.inputShape(0)) : null,
@@ -148,7 +146,8 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     return [mul(g, mul(y, sub(1, y)))];
   },
   // Erf form: d gelu = Φ(x) + x·φ(x) = 0.5·(1 + erf(x/√2)) + x·e^(−x²/2)/√(2π) (slot 0: x).
-  // Tanh form: d gelu = 0.5·(1 + t) + 0.5·x·(1 − t²)·c·(1 + 3a·x²), t = tanh(c·(x + a·x³)) (slots: x, t).
+  // Tanh form: d gelu = 0.5·(1 + t) + 0.5·x·(1 − t²)·c·(1 + 3a·x²), t = tanh(c·(x + a·x³)) (slots: x, t): the
+  // GeluGrad kernel (f64, rounded once) from the saved x and t, times g.
   Gelu: (r, g) => {
     const x = r.savedTensor(0);
     if (r.attrs.approximate === "none") {
@@ -156,11 +155,7 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
       const density = mul(exp(mul(mul(x, x), -0.5)), 1 / Math.sqrt(2 * Math.PI));
       return [mul(g, add(cdf, mul(x, density)))];
     }
-    const t = r.savedTensor(1);
-    const left = mul(add(t, 1), 0.5);
-    const slope = mul(add(mul(mul(x, x), 3 * GELU_A), 1), GELU_C);
-    const right = mul(mul(mul(x, 0.5), sub(1, mul(t, t))), slope);
-    return [mul(g, add(left, right))];
+    return [mul(g, binaryKernel("gelu backward", kernelCode("binary", "geluGrad"), x, r.savedTensor(1)))];
   },
   // g broadcast back over the reduced axes.
   Sum: (r, g) => [expand(keptGradient(r, g), r.inputShape(0))],
@@ -246,26 +241,11 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     });
   },
   // y = x̂·w + b, x̂ = (x − μ)·rstd over the last k axes: with ĝ = g·w,
-  // dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)); dw = Σ g·x̂ and db = Σ g over the leading axes.
-  LayerNorm: (r, g) => {
-    const rank = r.inputShape(0).length;
-    const k = r.attrs.normalizedAxes;
-    const normalized = Array.from({ length: k }, (_, i) => rank - k + i);
-    const leading = Array.from({ length: rank - k }, (_, i) => i);
-    return normBackward(r, g, { normalized, leading, centered: true, weightView: (w) => w });
-  },
+  // dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)); dw = Σ g·x̂ and db = Σ g over the leading axes (one kernel call).
+  LayerNorm: (r, g) => layerNormBackward(r, g),
   // The same per channel, over every axis but 1, with the batch statistics (training); with the running
-  // statistics (evaluation) they are constants and dx = ĝ·rstd.
-  BatchNorm: (r, g) => {
-    const rank = r.inputShape(0).length;
-    const axes = [0, ...Array.from({ length: rank - 2 }, (_, i) => i + 2)];
-    return normBackward(r, g, {
-      normalized: axes,
-      leading: axes,
-      centered: r.attrs.training,
-      weightView: (w) => reshape(w, [w.shape[0], ...new Array<number>(rank - 2).fill(1)]),
-    });
-  },
+  // statistics (evaluation) they are constants and dx = ĝ·rstd (one kernel call).
+  BatchNorm: (r, g) => batchNormBackward(r, g),
   // Per group: dx = col2im(Wᵀ·g), dW = Σₙ g·colsᵀ (the input unfolded again), db = Σ g over N, OH, OW.
   Conv2d: (r, g) => conv2dBackward(r, g),
   // dx = conv2d(g, W) (the forward of the conv2d this is the input gradient of); dW = Σₙ x·unfold(g)ᵀ per
@@ -448,50 +428,6 @@ function windowGeometry(
   output: [number, number],
 ): WindowGeometry {
   return { kernel, stride, padding, dilation, output };
-}
-
-/** Where a normalization's backward reduces, and how its weight broadcasts over the input. */
-interface NormAxes {
-  /** The axes the statistics were taken over. */
-  readonly normalized: readonly number[];
-  /** The axes the weight and bias gradients sum over. */
-  readonly leading: readonly number[];
-  /** Whether the statistics depend on x (batch statistics) or are constants (running statistics). */
-  readonly centered: boolean;
-  readonly weightView: (weight: Tensor) => Tensor;
-}
-
-/** The gradients of [x, weight?, bias?] of a LayerNorm or BatchNorm record. */
-function normBackward(
-  r: BackwardRecord<"LayerNorm" | "BatchNorm">,
-  g: Tensor,
-  axes: NormAxes,
-): (Tensor | null)[] {
-  const { hasWeight, hasBias } = r.attrs;
-  const xhat = r.savedTensor(0);
-  const grads: (Tensor | null)[] = [null];
-  if (r.needsGrad(0)) {
-    const rstd = r.savedTensor(1);
-    const gh = hasWeight ? mul(g, axes.weightView(r.savedTensor(2))) : g;
-    if (axes.centered) {
-      const keep = { keepDims: true };
-      const spread = sub(
-        sub(gh, mean(gh, axes.normalized, keep)),
-        mul(xhat, mean(mul(gh, xhat), axes.normalized, keep)),
-      );
-      grads[0] = mul(spread, rstd);
-    } else {
-      grads[0] = mul(gh, rstd);
-    }
-  }
-  const reduceTo = (t: Tensor, shape: readonly number[]) =>
-    reshape(axes.leading.length === 0 ? t : sum(t, axes.leading), shape);
-  if (hasWeight) grads.push(r.needsGrad(1) ? reduceTo(mul(g, xhat), r.inputShape(1)) : null);
-  if (hasBias) {
-    const i = grads.length;
-    grads.push(r.needsGrad(i) ? reduceTo(g, r.inputShape(i)) : null);
-  }
-  return grads;
 }
 
 function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)[] {

@@ -208,10 +208,38 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   copyInto: { dtypes: "any", grad: "none" },
 };
 
-/** The entries of the table whose kernel belongs to `family`, in code order. */
-export function kernelEntries(family: KernelFamily): { readonly op: OpName; readonly kernel: KernelRef }[] {
-  const entries: { op: OpName; kernel: KernelRef }[] = [];
-  for (const [op, def] of Object.entries(OPS) as [OpName, OpDefinition][]) {
+/**
+ * Kernels that no public op calls alone (the fused kernels of backward rules), by the internal name their
+ * callers pass to `kernelCode`: codes of their family like the ops' kernels, but no function in `ops`.
+ */
+export const INTERNAL_KERNELS = {
+  // g where the saved ReLU output is not ≤ 0 (PyTorch's threshold_backward): the Relu rule, one pass.
+  reluBackward: { kernel: k("binary", "ReluBackward", 13), dtypes: "f32", grad: "none" },
+  // GELU's (tanh form) derivative from x and the saved t = tanh(u), in f64 rounded once: the Gelu rule's factor.
+  geluGrad: { kernel: k("binary", "GeluGrad", 14), dtypes: "f32", grad: "none" },
+} as const satisfies Record<string, OpDefinition>;
+
+/** The name of an internal kernel. */
+export type InternalKernelName = keyof typeof INTERNAL_KERNELS;
+
+/** The definition of an op of the table or of an internal kernel. */
+export function definitionOf(op: OpName | InternalKernelName): OpDefinition {
+  return op in INTERNAL_KERNELS ? INTERNAL_KERNELS[op as InternalKernelName] : OPS[op as OpName];
+}
+
+/**
+ * The entries of the table (an op's `variants` included) and the internal kernels whose kernel belongs to
+ * `family`, in code order.
+ */
+export function kernelEntries(
+  family: KernelFamily,
+): { readonly op: OpName | InternalKernelName; readonly kernel: KernelRef }[] {
+  const entries: { op: OpName | InternalKernelName; kernel: KernelRef }[] = [];
+  const all = [...Object.entries(OPS), ...Object.entries(INTERNAL_KERNELS)] as [
+    OpName | InternalKernelName,
+    OpDefinition,
+  ][];
+  for (const [op, def] of all) {
     for (const kernel of [def.kernel, ...(def.variants ?? [])]) {
       if (kernel?.family === family) entries.push({ op, kernel });
     }
@@ -243,8 +271,22 @@ export type KernelCode<F extends KernelFamily> = KernelCodes[F][keyof KernelCode
  * profile of `ops.neg` went with it) or a keyed load from the large `OPS` object.
  */
 const CODES_BY_FAMILY: Record<string, Record<string, number>> = {};
-for (const [op, def] of Object.entries(OPS) as [OpName, OpDefinition][]) {
+for (
+  const [op, def] of [...Object.entries(OPS), ...Object.entries(INTERNAL_KERNELS)] as [string, OpDefinition][]
+) {
   if (def.kernel !== undefined) (CODES_BY_FAMILY[def.kernel.family] ??= {})[op] = def.kernel.code;
+}
+
+/** The codes of the binary kernels that write Bool (dtype rule `f32->bool`: the comparisons). */
+const BOOL_BINARY: ReadonlySet<number> = new Set(
+  kernelEntries("binary").filter(({ op }) => definitionOf(op).dtypes === "f32->bool").map((e) =>
+    e.kernel.code
+  ),
+);
+
+/** Whether the binary kernel `code` writes Bool (0/1 bytes). */
+export function binaryWritesBool(code: number): boolean {
+  return BOOL_BINARY.has(code);
 }
 
 /** The code of `op`'s kernel, which must belong to `family` (the type admits only that family's ops). */

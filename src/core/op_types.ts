@@ -282,7 +282,9 @@ export type BinaryOpName =
   | "lt"
   | "le"
   | "gt"
-  | "ge";
+  | "ge"
+  | "reluBackward"
+  | "geluGrad";
 
 /** The operators whose kernel is in the `unary` family (their names in `ops`). */
 export type UnaryOpName =
@@ -367,6 +369,8 @@ export interface KernelCodes {
     readonly Le: 10;
     readonly Gt: 11;
     readonly Ge: 12;
+    readonly ReluBackward: 13;
+    readonly GeluGrad: 14;
   };
   /** The unary kernels by name, with their codes. */
   readonly unary: {

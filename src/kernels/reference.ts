@@ -170,6 +170,8 @@ const BINARY_BY_NAME: Record<keyof typeof BinaryOp, (x: number, y: number) => nu
   Le: (x, y) => x <= y ? 1 : 0,
   Gt: (x, y) => x > y ? 1 : 0,
   Ge: (x, y) => x >= y ? 1 : 0,
+  ReluBackward: (g, out) => out <= 0 ? 0 : g,
+  GeluGrad: (x, t) => (t + 1) * 0.5 + ((x * 0.5) * (1 - t * t)) * ((x * x * (3 * GELU_A) + 1) * GELU_C),
 };
 
 const f32Product = new Float32Array(1);

@@ -25,6 +25,7 @@ import { nativeNll, referenceNll } from "./nll.ts";
 import { nativeRnnCell, referenceRnnCell } from "./rnn.ts";
 import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
 import { nativeSelect, referenceSelect } from "./select.ts";
+import { nativeNorm, nativeNormBackward, referenceNorm, referenceNormBackward } from "./norm.ts";
 
 /**
  * The native kernels (the default set).
@@ -64,6 +65,8 @@ export const nativeKernels: KernelSet = {
   im2col: nativeIm2col,
   col2im: nativeCol2im,
   select: nativeSelect,
+  norm: nativeNorm,
+  normBackward: nativeNormBackward,
 };
 
 /**
@@ -101,4 +104,6 @@ export const referenceKernels: KernelSet = {
   im2col: referenceIm2col,
   col2im: referenceCol2im,
   select: referenceSelect,
+  norm: referenceNorm,
+  normBackward: referenceNormBackward,
 };

@@ -17,6 +17,7 @@ import type { NllKernel } from "./nll.ts";
 import type { RnnCellKernel } from "./rnn.ts";
 import type { ConvKernels } from "./conv.ts";
 import type { SelectKernel } from "./select.ts";
+import type { NormBackwardKernel, NormKernel } from "./norm.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -290,9 +291,17 @@ export interface SelectKernels {
   readonly select: SelectKernel;
 }
 
+/** The normalization kernels (src/kernels/norm.ts): layer and batch normalization. */
+export interface NormKernels {
+  /** Normalization of groups of contiguous runs: y, rstd and (when wanted) x̂ and the batch statistics. */
+  readonly norm: NormKernel;
+  /** Its gradients: dx, dweight and dbias, each when wanted. */
+  readonly normBackward: NormBackwardKernel;
+}
+
 /**
- * A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence, class-loss, convolution
- * and select kernels.
+ * A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence, class-loss, convolution,
+ * select and normalization kernels.
  */
 export type KernelSet =
   & TensorKernels
@@ -304,4 +313,5 @@ export type KernelSet =
   & SequenceKernels
   & ClassLossKernels
   & ConvKernels
-  & SelectKernels;
+  & SelectKernels
+  & NormKernels;

@@ -70,6 +70,14 @@ export const symbols = {
     parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
     result: "void",
   },
+  zt_norm_f32: {
+    parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
+    result: "void",
+  },
+  zt_norm_backward_f32: {
+    parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
+    result: "void",
+  },
   // benchmarks only: the machine's limits, measured by the selected variant
   zt_bench_fma_f32: { parameters: ["u32"], result: "f64" },
   zt_bench_fma_f64: { parameters: ["u32"], result: "f64" },

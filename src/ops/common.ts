@@ -13,6 +13,7 @@ import { broadcastShapes, formatShape } from "../core/shape.ts";
 import { allocateOutput, freshOperand, Tensor } from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { BinaryOp, type UnaryOp } from "../kernels/types.ts";
+import { binaryWritesBool } from "../core/op_table.ts";
 
 /**
  * `value` checked to be a live tensor: an `OptionError` for anything else, a `StaleTensorError` when its
@@ -138,7 +139,7 @@ export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): 
     : broadcastShapes(op, aShape, bShape);
   const aOperand = a.operand(op, broadcastStrides(a, shape, op));
   const bOperand = b.operand(op, broadcastStrides(b, shape, op));
-  const out = newOutput(op, shape, kind >= BinaryOp.Eq ? DType.Bool : DType.F32);
+  const out = newOutput(op, shape, binaryWritesBool(kind) ? DType.Bool : DType.F32);
   const compute = computeSnapshot();
   compute.kernels.binary(kind, out.shape, freshOperand(out, op), aOperand, bOperand, compute);
   return out;

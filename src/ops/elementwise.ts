@@ -23,7 +23,7 @@ import {
   unaryKernel,
 } from "./common.ts";
 import { type AttributesOf, recordOp, shouldRecord, shouldRecordOperands } from "../autograd/record.ts";
-import { type BinaryOpName, kernelCode, type UnaryOpName } from "../core/op_table.ts";
+import { type BinaryOpName, kernelCode, type OpName, type UnaryOpName } from "../core/op_table.ts";
 
 /** A tensor operand or a number (an F32 scalar). */
 export type Operand = Tensor | number;
@@ -57,8 +57,11 @@ function binarySaves(op: BinaryOpName, a: Tensor, b: Tensor): (Tensor | null)[] 
   }
 }
 
-/** One binary op of the op table: its kernel through the seam, then its record as the table says. */
-function binary(op: BinaryOpName, x: Operand, y: Operand): Tensor {
+/**
+ * One binary op of the op table: its kernel through the seam, then its record as the table says (internal
+ * kernels such as reluBackward are not ops: their rules call `binaryKernel`).
+ */
+function binary(op: BinaryOpName & OpName, x: Operand, y: Operand): Tensor {
   // Both operands are checked before either scalar is allocated, so a refused call allocates nothing.
   if (typeof x !== "number") checkF32Tensor(op, x);
   if (typeof y !== "number") checkF32Tensor(op, y);

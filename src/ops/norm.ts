@@ -1,23 +1,23 @@
 /**
- * Layer and batch normalization, built from the element-wise and reduction kernels. Both normalize
- * `x̂ = (x − mean)·rstd` with `rstd = 1/√(var + eps)` (the biased variance), then scale and shift. Their
- * records follow spec 000 §8: the normalized rows and the inverse standard deviation as owned slots (the
- * output itself when there is no affine part), plus the scale input.
+ * Layer and batch normalization, each one native kernel call forward and one backward (`src/kernels/norm.ts`,
+ * `zig/kernels/norm.zig`). Both normalize `x̂ = (x − mean)·rstd` with `rstd = 1/√(var + eps)` (the biased
+ * variance), then scale and shift. Their records follow spec 000 §8: the normalized rows and the inverse
+ * standard deviation as owned slots (the output itself when there is no affine part), plus the scale input.
  *
  * @module
  */
 import { DType } from "../core/dtype.ts";
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkOptions, describe } from "../core/options.ts";
-import { GradMode } from "../context.ts";
+import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import type { Tensor } from "../tensor.ts";
-import { type AttributesOf, record, shouldRecord } from "../autograd/record.ts";
-import { add, div, mul, sqrt, sub } from "./elementwise.ts";
-import { checkF32, checkParameter } from "./common.ts";
-import { mean } from "./reduce.ts";
+import { allocate, type Tensor } from "../tensor.ts";
+import { type AttributesOf, type BackwardRecord, record, shouldRecord } from "../autograd/record.ts";
+import { add, mul } from "./elementwise.ts";
+import { checkF32, checkParameter, newOutput } from "./common.ts";
 import { reshape } from "./views.ts";
-import { copyInto } from "./copy.ts";
+import { contiguous, copyInto } from "./copy.ts";
+import { layerNormParams, type NormParams, normWorkspace } from "../kernels/norm.ts";
 
 /** Options of `layerNorm`. */
 export interface LayerNormOptions {
@@ -43,49 +43,10 @@ export interface BatchNormOptions {
   readonly eps?: number;
 }
 
-/** The normalized input and the pieces of its statistics, each a new scoped tensor (kept dims). */
-interface Normalized {
-  readonly xhat: Tensor;
-  readonly rstd: Tensor;
-  readonly mean: Tensor;
-  readonly variance: Tensor;
-}
-
 function checkEps(op: string, eps: number): void {
   if (typeof eps !== "number" || !(eps >= 0) || !Number.isFinite(eps)) {
     throw new OptionError(op, `eps must be a finite number ≥ 0, got ${String(eps)}`);
   }
-}
-
-/** x̂ = (x − mean)·rstd over `axes` (no records: the caller records the whole op). */
-function normalize(x: Tensor, axes: readonly number[], eps: number): Normalized {
-  return GradMode.noGrad(() => {
-    const average = mean(x, axes, { keepDims: true });
-    const centered = sub(x, average);
-    const square = mul(centered, centered);
-    const variance = mean(square, axes, { keepDims: true });
-    square.dispose();
-    const shifted = add(variance, eps);
-    const std = sqrt(shifted);
-    const rstd = div(1, std);
-    shifted.dispose();
-    std.dispose();
-    const xhat = mul(centered, rstd);
-    centered.dispose();
-    return { xhat, rstd, mean: average, variance };
-  });
-}
-
-/** y = x̂·weight + bias, each part optional; `weight` and `bias` are already viewed to broadcast. */
-function affine(xhat: Tensor, weight: Tensor | undefined, bias: Tensor | undefined): Tensor {
-  return GradMode.noGrad(() => {
-    if (weight === undefined) return bias === undefined ? xhat : add(xhat, bias);
-    const scaled = mul(xhat, weight);
-    if (bias === undefined) return scaled;
-    const y = add(scaled, bias);
-    scaled.dispose();
-    return y;
-  });
 }
 
 /**
@@ -112,10 +73,157 @@ function recordNorm<K extends "LayerNorm" | "BatchNorm">(
   });
 }
 
+/** `t` itself when contiguous, else a contiguous copy made without a record (the kernels read rows). */
+function dense(t: Tensor): Tensor {
+  return t.isContiguous ? t : GradMode.noGrad(() => contiguous(t));
+}
+
+/** Disposes the copies `dense` made. */
+function disposeCopies(pairs: readonly (readonly [Tensor | undefined, Tensor | undefined])[]): void {
+  for (const [original, copy] of pairs) if (copy !== undefined && copy !== original) copy.dispose();
+}
+
+/** What `normForward` gives: y, x̂ (y itself unless recorded with an affine part), rstd and the batch statistics. */
+interface NormResult {
+  readonly y: Tensor;
+  readonly xhat: Tensor;
+  readonly rstd: Tensor;
+  readonly mean: Tensor | null;
+  readonly variance: Tensor | null;
+}
+
+/**
+ * One forward kernel call: y of x's shape, rstd of `statShape`, x̂ when the call records with an affine part,
+ * the batch mean and biased variance [rows] when `wantStatistics`, or normalized by `given` ([rows] each).
+ */
+function normForward(
+  op: string,
+  x: Tensor,
+  params: NormParams,
+  parts: {
+    weight?: Tensor;
+    bias?: Tensor;
+    statShape: readonly number[];
+    wantStatistics: boolean;
+    given: { mean: Tensor; variance: Tensor } | null;
+  },
+): NormResult {
+  const { weight, bias } = parts;
+  const recording = shouldRecord(
+    x,
+    ...(weight === undefined ? [] : [weight]),
+    ...(bias === undefined ? [] : [bias]),
+  );
+  const y = newOutput(op, x.shape);
+  const xhat = recording && (weight !== undefined || bias !== undefined) ? newOutput(op, x.shape) : y;
+  const empty = x.size === 0;
+  const rstd = allocate(op, parts.statShape, DType.F32, empty, { scoped: true });
+  const statistic = () => allocate(op, [params.rows], DType.F32, empty, { scoped: true });
+  const mean = parts.wantStatistics ? statistic() : null;
+  const variance = parts.wantStatistics ? statistic() : null;
+  if (!empty) {
+    const given = parts.given;
+    const copies = [x, weight, bias, given?.mean, given?.variance].map((t) => t && dense(t));
+    const [xd, wd, bd, md, vd] = copies;
+    try {
+      kernels().norm(
+        params,
+        {
+          y: y.operand(op),
+          xhat: xhat === y ? null : xhat.operand(op),
+          rstd: rstd.operand(op),
+          mean: mean?.operand(op) ?? null,
+          variance: variance?.operand(op) ?? null,
+        },
+        xd!.operand(op),
+        wd?.operand(op) ?? null,
+        bd?.operand(op) ?? null,
+        md === undefined ? null : { mean: md.operand(op), variance: vd!.operand(op) },
+        computeSettings(),
+      );
+    } finally {
+      disposeCopies([[x, xd], [weight, wd], [bias, bd], [given?.mean, md], [given?.variance, vd]]);
+    }
+  }
+  return { y, xhat, rstd, mean, variance };
+}
+
+/**
+ * The LayerNorm and BatchNorm rules: dx, dweight and dbias (each where its input needs one) from the saved x̂,
+ * rstd and weight by one kernel call; `centered` when the statistics were the batch's.
+ */
+function normBackward(
+  r: BackwardRecord<"LayerNorm" | "BatchNorm">,
+  g: Tensor,
+  params: NormParams,
+  centered: boolean,
+): (Tensor | null)[] {
+  const op = `${r.op} backward`;
+  const { hasWeight, hasBias } = r.attrs;
+  const biasSlot = hasWeight ? 2 : 1;
+  const dx = r.needsGrad(0) ? newOutput(op, r.inputShape(0)) : null;
+  const zeroed = r.inputShape(0).includes(0);
+  const parameter = (slot: number) => allocate(op, r.inputShape(slot), DType.F32, zeroed, { scoped: true });
+  const dw = hasWeight && r.needsGrad(1) ? parameter(1) : null;
+  const db = hasBias && r.needsGrad(biasSlot) ? parameter(biasSlot) : null;
+  if (!zeroed) {
+    const weight = hasWeight && dx !== null ? r.savedTensor(2) : undefined;
+    const [gd, wd] = [dense(g), weight && dense(weight)];
+    const workspace = normWorkspace(params);
+    const work = (dw === null && db === null) || workspace === 0
+      ? null
+      : allocate(op, [workspace], DType.F64, false, { scoped: true });
+    try {
+      kernels().normBackward(
+        params,
+        {
+          dx: dx?.operand(op) ?? null,
+          dw: dw?.operand(op) ?? null,
+          db: db?.operand(op) ?? null,
+          work: work?.operand(op) ?? null,
+        },
+        gd.operand(op),
+        r.savedTensor(0).operand(op),
+        r.savedTensor(1).operand(op),
+        wd?.operand(op) ?? null,
+        centered,
+        computeSettings(),
+      );
+    } finally {
+      disposeCopies([[g, gd], [weight, wd]]);
+      work?.dispose();
+    }
+  }
+  return [dx, ...(hasWeight ? [dw] : []), ...(hasBias ? [db] : [])];
+}
+
+/** The rows of a layer normalization of `shape` over its last `k` axes. */
+function layerNormGeometry(shape: readonly number[], k: number, eps: number): NormParams {
+  const width = shape.slice(shape.length - k).reduce((a, b) => a * b, 1);
+  return layerNormParams(width === 0 ? 0 : shape.reduce((a, b) => a * b, 1) / width, width, eps);
+}
+
+/** The rows of a batch normalization of [N, C, …]: one per channel, N runs of the spatial extent S each. */
+function batchNormGeometry(shape: readonly number[], eps: number): NormParams {
+  const [n, c] = shape;
+  const spatial = shape.slice(2).reduce((a, b) => a * b, 1);
+  return {
+    rows: c,
+    width: spatial,
+    segments: n,
+    segmentStride: c * spatial,
+    rowStride: spatial,
+    perRow: true,
+    eps,
+  };
+}
+
 /**
  * Layer normalization over the trailing axes `normalizedShape` (a number or an array; they must be the last
- * extents of `x`), with an optional elementwise `weight` and `bias` of that shape. Records LayerNorm (attributes:
- * the number of normalized axes, whether weight and bias were given, eps).
+ * extents of `x`), with an optional elementwise `weight` and `bias` of that shape: one kernel call
+ * (`src/kernels/norm.ts`) per row block for the statistics, x̂ and the affine part. Records LayerNorm
+ * (attributes: the number of normalized axes, whether weight and bias were given, eps), whose backward pass is
+ * one kernel call too.
  *
  * @example
  * ```ts
@@ -150,33 +258,35 @@ export function layerNorm(
       [x.shape, shape],
     );
   }
-  checkParameter(op, "weight", options.weight, shape);
-  checkParameter(op, "bias", options.bias, shape);
+  const { weight, bias } = options;
+  checkParameter(op, "weight", weight, shape);
+  checkParameter(op, "bias", bias, shape);
   const eps = options.eps ?? 1e-5;
   checkEps(op, eps);
-  const axes = Array.from({ length: k }, (_, i) => lead + i);
-  const { xhat, rstd, mean: average, variance } = normalize(x, axes, eps);
-  average.dispose();
-  variance.dispose();
-  const y = affine(xhat, options.weight, options.bias);
+  const { y, xhat, rstd } = normForward(op, x, layerNormGeometry(x.shape, k, eps), {
+    weight,
+    bias,
+    statShape: [...x.shape.slice(0, lead), ...shape.map(() => 1)],
+    wantStatistics: false,
+    given: null,
+  });
   return recordNorm("LayerNorm", y, x, {
     xhat,
     rstd,
-    weight: options.weight,
-    bias: options.bias,
-    attrs: {
-      normalizedAxes: k,
-      hasWeight: options.weight !== undefined,
-      hasBias: options.bias !== undefined,
-      eps,
-    },
+    weight,
+    bias,
+    attrs: { normalizedAxes: k, hasWeight: weight !== undefined, hasBias: bias !== undefined, eps },
   });
 }
 
-/** A per-channel [C] tensor viewed as [C, 1, …] to broadcast over [N, C, …] of rank `rank`. */
-function perChannel(t: Tensor | undefined, rank: number): Tensor | undefined {
-  if (t === undefined) return undefined;
-  return GradMode.noGrad(() => reshape(t, [t.shape[0], ...new Array<number>(rank - 2).fill(1)]));
+/** The LayerNorm rule: one backward kernel call. */
+export function layerNormBackward(r: BackwardRecord<"LayerNorm">, g: Tensor): (Tensor | null)[] {
+  return normBackward(r, g, layerNormGeometry(r.inputShape(0), r.attrs.normalizedAxes, r.attrs.eps), true);
+}
+
+/** The BatchNorm rule: one backward kernel call; with the running statistics (evaluation) dx = ĝ·rstd. */
+export function batchNormBackward(r: BackwardRecord<"BatchNorm">, g: Tensor): (Tensor | null)[] {
+  return normBackward(r, g, batchNormGeometry(r.inputShape(0), r.attrs.eps), r.attrs.training);
 }
 
 function checkBatchNorm(
@@ -229,38 +339,6 @@ function updateRunning(running: Tensor, batch: Tensor, momentum: number): void {
   });
 }
 
-/** Batch statistics over [0, 2, …]: normalizes and updates the running mean and the unbiased variance. */
-function trainingStatistics(
-  x: Tensor,
-  axes: readonly number[],
-  eps: number,
-  running: { mean: Tensor | null; variance: Tensor | null; momentum: number },
-): Normalized {
-  const normalized = normalize(x, axes, eps);
-  if (running.mean !== null && running.variance !== null) {
-    const count = x.size / x.shape[1];
-    updateRunning(running.mean, normalized.mean, running.momentum);
-    const unbiased = GradMode.noGrad(() => mul(normalized.variance, count / (count - 1)));
-    updateRunning(running.variance, unbiased, running.momentum);
-    unbiased.dispose();
-  }
-  return normalized;
-}
-
-/** Running statistics: x̂ = (x − running mean)·rstd with rstd from the running variance. */
-function evaluationStatistics(x: Tensor, runningMean: Tensor, runningVar: Tensor, eps: number) {
-  return GradMode.noGrad(() => {
-    const meanView = perChannel(runningMean, x.rank)!;
-    const shifted = add(perChannel(runningVar, x.rank)!, eps);
-    const std = sqrt(shifted);
-    const rstd = div(1, std);
-    const centered = sub(x, meanView);
-    const xhat = mul(centered, rstd);
-    for (const t of [shifted, std, centered]) t.dispose();
-    return { xhat, rstd };
-  });
-}
-
 /**
  * Batch normalization of `x` [N, C, ...] per channel, PyTorch's `batch_norm`: in training mode with the
  * batch's mean and biased variance over every axis but 1, and `runningMean`/`runningVar` ([C], or null for
@@ -292,23 +370,29 @@ export function batchNorm(
   const training = options.training ?? false;
   const eps = options.eps ?? 1e-5;
   const momentum = options.momentum ?? 0.1;
-  const axes = [0, ...Array.from({ length: x.rank - 2 }, (_, i) => i + 2)];
-  let xhat: Tensor;
-  let rstd: Tensor;
-  if (training) {
-    const stats = trainingStatistics(x, axes, eps, { mean: runningMean, variance: runningVar, momentum });
-    stats.mean.dispose();
-    stats.variance.dispose();
-    ({ xhat, rstd } = stats);
-  } else {
-    ({ xhat, rstd } = evaluationStatistics(x, runningMean!, runningVar!, eps));
+  const { weight, bias } = options;
+  const statShape = [1, x.shape[1], ...x.shape.slice(2).map(() => 1)];
+  const given = training ? null : { mean: runningMean!, variance: runningVar! };
+  const { y, xhat, rstd, mean, variance } = normForward(op, x, batchNormGeometry(x.shape, eps), {
+    weight,
+    bias,
+    statShape,
+    wantStatistics: training && runningMean !== null,
+    given,
+  });
+  if (mean !== null && variance !== null) {
+    // The running variance takes the unbiased batch variance.
+    const count = x.size / x.shape[1];
+    updateRunning(runningMean!, mean, momentum);
+    const unbiased = GradMode.noGrad(() => mul(variance, count / (count - 1)));
+    updateRunning(runningVar!, unbiased, momentum);
+    for (const t of [unbiased, mean, variance]) t.dispose();
   }
-  const y = affine(xhat, perChannel(options.weight, x.rank), perChannel(options.bias, x.rank));
   return recordNorm("BatchNorm", y, x, {
     xhat,
     rstd,
-    weight: options.weight,
-    bias: options.bias,
+    weight,
+    bias,
     attrs: {
       training,
       hasWeight: options.weight !== undefined,

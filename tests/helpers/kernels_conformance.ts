@@ -29,6 +29,7 @@ import {
   Rng,
   viewOffsets,
 } from "./operands.ts";
+import { binaryWritesBool } from "../../src/core/op_table.ts";
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
@@ -283,7 +284,7 @@ export function binaryCase(
   const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
   const a = pool.operand("f32", randomView(rng, shape, { broadcast: true }));
   const b = pool.operand("f32", randomView(rng, shape, { broadcast: true }));
-  const comparison = op >= BinaryOp.Eq;
+  const comparison = binaryWritesBool(op);
   if (op === BinaryOp.Pow) {
     fillF32(rng, a.data as Float32Array, rng.pick(["positive", "mixed", "ties"] as const), 4);
     fillF32(rng, b.data as Float32Array, rng.pick(["uniform", "ties", "mixed"] as const), 3);

@@ -774,6 +774,31 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f32: ([x, w, b]) => ops.layerNorm(x, [4, 5], { weight: w, bias: b }),
       f64: ([x, w, b]) => R.layerNorm(x, 2, w, b, 1e-5),
     },
+    {
+      name: "layerNorm (no affine part, a width past two vectors of 8)",
+      shapes: [[3, 17]],
+      f32: ([x]) => ops.layerNorm(x, 17),
+      f64: ([x]) => R.layerNorm(x, 1, null, null, 1e-5),
+    },
+    {
+      name: "layerNorm (weight only, width 33, a strided input)",
+      shapes: [[4, 33], [33]],
+      f32: ([x, w]) => ops.layerNorm(x, 33, { weight: w }),
+      f64: ([x, w]) => R.layerNorm(x, 1, w, null, 1e-5),
+      strided: true,
+    },
+    {
+      name: "layerNorm (bias only, three axes, eps 0.1)",
+      shapes: [[2, 3, 2, 3], [3, 2, 3]],
+      f32: ([x, b]) => ops.layerNorm(x, [3, 2, 3], { bias: b, eps: 0.1 }),
+      f64: ([x, b]) => R.layerNorm(x, 3, null, b, 0.1),
+    },
+    {
+      name: "layerNorm (weight and bias, width 15, one row)",
+      shapes: [[1, 15], [15], [15]],
+      f32: ([x, w, b]) => ops.layerNorm(x, [15], { weight: w, bias: b }),
+      f64: ([x, w, b]) => R.layerNorm(x, 1, w, b, 1e-5),
+    },
   ],
   batchNorm: [
     {
@@ -781,6 +806,31 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       shapes: [[3, 2, 3, 2], [2], [2]],
       f32: ([x, w, b]) => ops.batchNorm(x, null, null, { training: true, weight: w, bias: b }),
       f64: ([x, w, b]) => R.batchNorm(x, null, w, b, 1e-5),
+    },
+    {
+      name: "batchNorm (training, [N, C], no affine part)",
+      shapes: [[5, 3]],
+      f32: ([x]) => ops.batchNorm(x, null, null, { training: true }),
+      f64: ([x]) => R.batchNorm(x, null, null, null, 1e-5),
+    },
+    {
+      name: "batchNorm (training, weight only, spatial 17, a strided input)",
+      shapes: [[3, 2, 17], [2]],
+      f32: ([x, w]) => ops.batchNorm(x, null, null, { training: true, weight: w }),
+      f64: ([x, w]) => R.batchNorm(x, null, w, null, 1e-5),
+      strided: true,
+    },
+    {
+      name: "batchNorm (evaluation: the running statistics are constants)",
+      shapes: [[2, 3, 4], [3], [3]],
+      f32: ([x, w, b]) =>
+        ops.batchNorm(x, Tensor.from([0.5, -1, 0]), Tensor.from([1.5, 0.25, 4]), {
+          weight: w,
+          bias: b,
+          eps: 0.01,
+        }),
+      f64: ([x, w, b]) =>
+        R.batchNorm(x, { mean: R.f64([3], [0.5, -1, 0]), variance: R.f64([3], [1.5, 0.25, 4]) }, w, b, 0.01),
     },
   ],
   concat: [

@@ -228,7 +228,26 @@ inline fn applyBinary(comptime op: BinaryOp, comptime exact: bool, x: V, y: V) @
         .le => boolBytes(x <= y),
         .gt => boolBytes(x > y),
         .ge => boolBytes(x >= y),
+        // The ReLU rule: the gradient x where the saved output y is not ≤ 0 (a NaN output passes it), else +0.
+        .relu_backward => @select(f32, y <= @as(V, @splat(0)), @as(V, @splat(0)), x),
+        .gelu_grad => geluGrad(x, y),
     };
+}
+
+/// GELU's (tanh form) derivative from x and t = tanh(√(2/π)(x + 0.044715x³)), in f64 rounded once, in the
+/// reference's order: (t + 1)·0.5 + ((x·0.5)·(1 − t·t))·((x·x·0.134145 + 1)·√(2/π)).
+inline fn geluGrad(x: V, t: V) V {
+    const V64 = @Vector(lanes, f64);
+    const s = struct {
+        fn of(v: f64) V64 {
+            return @splat(v);
+        }
+    }.of;
+    const a: V64 = @floatCast(x);
+    const b: V64 = @floatCast(t);
+    const left = (b + s(1)) * s(0.5);
+    const slope = (a * a * s(3 * math.gelu_a) + s(1)) * s(math.gelu_c);
+    return @floatCast(left + ((a * s(0.5)) * (s(1) - b * b)) * slope);
 }
 
 inline fn powExact(x: V, y: V) V {
@@ -271,7 +290,7 @@ fn BinarySpan(comptime op: BinaryOp, comptime exact: bool) type {
 /// `zt_binary_f32`: out = a (op) b, `args.op` a `BinaryOp`; a comparison writes bytes 0/1 and operand 0's
 /// offset and strides count those bytes. Assumes the caller validated the shape and strides.
 pub fn binaryF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, b: [*]const u8) callconv(.c) void {
-    std.debug.assert(args.op >= 0 and args.op <= @intFromEnum(BinaryOp.ge));
+    std.debug.assert(args.op >= 0 and args.op < @typeInfo(BinaryOp).@"enum".fields.len);
     const rows = Rows(3).init(args.shapeSlice(), .{ &args.operands[0], &args.operands[1], &args.operands[2] });
     switch (@as(BinaryOp, @enumFromInt(args.op))) {
         inline else => |op| {
@@ -345,6 +364,24 @@ test "max and min propagate NaN and order the zeros" {
     try testing.expect(std.math.isNan(out[0]) and std.math.isNan(out[1]));
     try testing.expect(std.math.signbit(out[2]) and std.math.signbit(out[3]) and std.math.signbit(out[4]));
     try testing.expectEqualSlices(f32, &.{ 3, 2, -7, 7 }, out[5..9]);
+}
+
+test "relu_backward passes g where the output is not <= 0 (NaN included) and writes +0 elsewhere" {
+    const nan = std.math.nan(f32);
+    const g = [_]f32{ -1, -2, -3, 4, 5, -6, 7, 8, 9 };
+    const out = [_]f32{ -1, -0.0, 0, 1e-40, nan, 2, 0, 3, -4 };
+    var dx: [9]f32 = undefined;
+    binaryOnce(.relu_backward, &g, &out, &dx);
+    try testing.expectEqualSlices(f32, &.{ 0, 0, 0, 4, 5, -6, 0, 8, 0 }, &dx);
+    try testing.expect(!std.math.signbit(dx[0]) and !std.math.signbit(dx[1]) and !std.math.signbit(dx[2]));
+}
+
+test "gelu_grad is 1/2 at 0, 1 where t = 1 and x is large, 0 where t = -1 and x is very negative" {
+    const x = [_]f32{ 0, 30, -30 };
+    const t = [_]f32{ 0, 1, -1 };
+    var d: [3]f32 = undefined;
+    binaryOnce(.gelu_grad, &x, &t, &d);
+    try testing.expectEqualSlices(f32, &.{ 0.5, 1, 0 }, &d);
 }
 
 test "comparisons write bytes and treat NaN as unordered" {

@@ -16,6 +16,8 @@ pub const BinaryOp = enum(i32) {
     le = 10, // ops.le
     gt = 11, // ops.gt
     ge = 12, // ops.ge
+    relu_backward = 13, // ops.reluBackward
+    gelu_grad = 14, // ops.geluGrad
 
     /// Whether the op writes Bool (0/1 bytes): its dtype rule is `f32->bool`.
     pub fn writesBool(op: BinaryOp) bool {

@@ -27,4 +27,5 @@ pub const KernelTable = extern struct {
     nll: @import("nll.zig").Table,
     rnn: @import("rnn.zig").Table,
     select: @import("select.zig").Table,
+    norm: @import("norm.zig").Table,
 };
