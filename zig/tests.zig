@@ -19,6 +19,7 @@ comptime {
     _ = @import("kernels/optim.zig");
     _ = @import("kernels/index.zig");
     _ = @import("kernels/ctc.zig");
+    _ = @import("kernels/integer.zig");
     _ = @import("bench.zig");
     // data movement
     _ = @import("movement/copy.zig");

@@ -10,6 +10,7 @@ const kernels: table.KernelTable = .{
     .optim = @import("kernels/optim.zig").table_entries,
     .index = @import("kernels/index.zig").table_entries,
     .ctc = @import("kernels/ctc.zig").table_entries,
+    .integer = @import("kernels/integer.zig").table_entries,
 };
 
 comptime {

@@ -20,6 +20,10 @@ export type OpName =
   | "le"
   | "gt"
   | "ge"
+  | "logicalAnd"
+  | "logicalOr"
+  | "logicalXor"
+  | "logicalNot"
   | "neg"
   | "abs"
   | "relu"
@@ -53,6 +57,8 @@ export type OpName =
   | "std"
   | "logsumexp"
   | "norm"
+  | "any"
+  | "all"
   | "softmax"
   | "logSoftmax"
   | "gather"
@@ -276,7 +282,10 @@ export type BinaryOpName =
   | "lt"
   | "le"
   | "gt"
-  | "ge";
+  | "ge"
+  | "logicalAnd"
+  | "logicalOr"
+  | "logicalXor";
 
 /** The operators whose kernel is in the `unary` family (their names in `ops`). */
 export type UnaryOpName =
@@ -354,6 +363,9 @@ export interface KernelCodes {
     readonly Le: 10;
     readonly Gt: 11;
     readonly Ge: 12;
+    readonly LogicalAnd: 13;
+    readonly LogicalOr: 14;
+    readonly LogicalXor: 15;
   };
   /** The unary kernels by name, with their codes. */
   readonly unary: {

@@ -22,6 +22,7 @@ import { nativeIndexAdd, referenceIndexAdd } from "./scatter.ts";
 import { nativeIndex, referenceIndex } from "./indexing.ts";
 import { nativeCtc, referenceCtc } from "./ctc.ts";
 import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
+import { nativeIntegerKernels, referenceIntegerKernels } from "./integer.ts";
 
 /**
  * The native kernels (the default set).
@@ -58,6 +59,7 @@ export const nativeKernels: KernelSet = {
   ctc: nativeCtc,
   im2col: nativeIm2col,
   col2im: nativeCol2im,
+  ...nativeIntegerKernels,
 };
 
 /**
@@ -92,4 +94,5 @@ export const referenceKernels: KernelSet = {
   ctc: referenceCtc,
   im2col: referenceIm2col,
   col2im: referenceCol2im,
+  ...referenceIntegerKernels,
 };

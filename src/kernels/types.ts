@@ -14,6 +14,7 @@ import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table
 import type { OptimizerStepKernel } from "./optim.ts";
 import type { CtcKernel } from "./ctc.ts";
 import type { ConvKernels } from "./conv.ts";
+import type { IntegerKernels } from "./integer.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -43,7 +44,11 @@ export interface ComputeSettings {
   readonly threads: number;
 }
 
-/** Binary element-wise operations by kernel name, their codes the native ones (from the op table, `src/core/op_table.ts`). Comparisons write Bool (0/1 bytes); Max and Min give NaN if either side is NaN, like `torch.maximum`. */
+/**
+ * Binary element-wise operations by kernel name, their codes the native ones (from the op table,
+ * `src/core/op_table.ts`). Comparisons and the logical ops write Bool (0/1 bytes; a logical op treats every
+ * nonzero value, NaN included, as true); Max and Min give NaN if either side is NaN, like `torch.maximum`.
+ */
 export const BinaryOp: KernelCodes["binary"] = kernelCodes("binary");
 /** A binary kernel's operation code. */
 export type BinaryOp = KernelCode<"binary">;
@@ -273,7 +278,10 @@ export interface SequenceKernels {
   readonly ctc: CtcKernel;
 }
 
-/** A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence and convolution kernels. */
+/**
+ * A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence, convolution and
+ * integer kernels.
+ */
 export type KernelSet =
   & TensorKernels
   & MovementKernels
@@ -281,5 +289,6 @@ export type KernelSet =
   & OptimizerKernels
   & ScatterKernels
   & IndexKernels
+  & IntegerKernels
   & SequenceKernels
   & ConvKernels;

@@ -5,15 +5,17 @@
  *
  * @module
  */
-import { OptionError } from "../core/errors.ts";
+import { DTypeError, OptionError } from "../core/errors.ts";
 import { checkOptions, describe } from "../core/options.ts";
-import { DType } from "../core/dtype.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { broadcastShapes } from "../core/shape.ts";
+import { allocate, freshOperand, type Tensor } from "../tensor.ts";
 import { UnaryOp } from "../kernels/types.ts";
-import { binaryKernel, checkF32, newOutput, unaryKernel } from "./common.ts";
+import { binaryKernel, broadcastStrides, checkDTypes, checkF32, newOutput, unaryKernel } from "./common.ts";
+import { cast } from "./copy.ts";
 import { type AttributesOf, recordOp, shouldRecord } from "../autograd/record.ts";
-import { type BinaryOpName, kernelCode, type UnaryOpName } from "../core/op_table.ts";
+import { type BinaryOpName, DTYPE_RULES, kernelCode, OPS, type UnaryOpName } from "../core/op_table.ts";
 
 /** A tensor operand or a number (an F32 scalar). */
 export type Operand = Tensor | number;
@@ -49,6 +51,10 @@ function binarySaves(op: BinaryOpName, a: Tensor, b: Tensor): (Tensor | null)[] 
 
 /** One binary op of the op table: its kernel through the seam, then its record as the table says. */
 function binary(op: BinaryOpName, x: Operand, y: Operand): Tensor {
+  // The one dtype branch: integer and Bool operands (and anything that is not a tensor, to be refused there).
+  if (
+    (typeof x !== "number" && x?.dtype !== DType.F32) || (typeof y !== "number" && y?.dtype !== DType.F32)
+  ) return integerBinary(op, x, y);
   // Both operands are checked before either scalar is allocated, so a refused call allocates nothing.
   if (typeof x !== "number") checkF32(op, x);
   if (typeof y !== "number") checkF32(op, y);
@@ -64,6 +70,78 @@ function binary(op: BinaryOpName, x: Operand, y: Operand): Tensor {
   // Scalars made from numbers are temporaries, owned by the record that may save them.
   const temporaries = [x === a ? null : a, y === b ? null : b].filter((t): t is Tensor => t !== null);
   return recordOp(op, out, [a, b], { saved: binarySaves(op, a, b), owned: temporaries });
+}
+
+/** Whether `op` writes Bool, by its dtype rule. */
+function writesBool(op: BinaryOpName): boolean {
+  return DTYPE_RULES[OPS[op].dtypes].gives === "bool";
+}
+
+/**
+ * A number operand of an integer or Bool op as a rank-0 tensor of `dtype`: for a logical op, 1 when it is
+ * nonzero (NaN included) and 0 otherwise; else a whole number, which add, sub and mul wrap into the dtype
+ * as PyTorch does (`int8 + 300` adds 44) and which a comparison needs within the dtype's range (0 or 1 for
+ * Bool). Anything else is a `DTypeError`: zigtensor does not promote an integer tensor to float.
+ */
+function integerScalar(op: BinaryOpName, dtype: DType, value: number): Tensor {
+  const info = dtypeInfo(dtype);
+  const bits = dtype === DType.Bool ? 1 : 8 * info.blockBytes;
+  const signed = info.name.startsWith("I");
+  let v = value !== 0 ? 1n : 0n;
+  if (op !== "logicalAnd" && op !== "logicalOr" && op !== "logicalXor") {
+    if (!Number.isInteger(value)) {
+      throw new DTypeError(
+        op,
+        `${op} of a tensor of dtype ${info.name} and the number ${value}: a number with an integer or Bool tensor must ` +
+          "be whole (PyTorch would promote to float; cast() the tensor to F32 first)",
+      );
+    }
+    v = BigInt(value);
+    const wrapped = signed ? BigInt.asIntN(bits, v) : BigInt.asUintN(bits, v);
+    if (wrapped !== v && writesBool(op)) {
+      throw new DTypeError(
+        op,
+        `${op} of a tensor of dtype ${info.name} and ${value}, which is outside ${info.name}'s range; cast() the tensor ` +
+          "to a wider dtype first",
+      );
+    }
+    v = wrapped;
+  }
+  const t = allocate("scalar", [], dtype, false, { scoped: true });
+  const data = t.data() as { [index: number]: number | bigint };
+  data[0] = info.isBigInt ? v : Number(v);
+  return t;
+}
+
+/**
+ * A binary op on integer or Bool tensors (the op table's dtype rule says which): one `binaryInt` kernel
+ * call, not differentiable. Integer division is true division, F32 as PyTorch's: both sides cast to F32,
+ * then `div`.
+ */
+function integerBinary(op: BinaryOpName, x: Operand, y: Operand): Tensor {
+  const tensors = [x, y].filter((t): t is Tensor => typeof t !== "number");
+  const dtype = checkDTypes(op, tensors[0], tensors[1]);
+  if (op === "div") {
+    using a = typeof x === "number" ? null : cast(x, DType.F32);
+    using b = typeof y === "number" ? null : cast(y, DType.F32);
+    return div(a ?? x, b ?? y);
+  }
+  const a = typeof x === "number" ? integerScalar(op, dtype, x) : x;
+  using _a = a === x ? null : a;
+  const b = typeof y === "number" ? integerScalar(op, dtype, y) : y;
+  using _b = b === y ? null : b;
+  const shape = broadcastShapes(op, a.shape, b.shape);
+  const out = allocate(op, shape, writesBool(op) ? DType.Bool : dtype, false, { scoped: true });
+  kernels().binaryInt(
+    kernelCode("binary", op),
+    dtype,
+    shape,
+    freshOperand(out, op),
+    a.operand(op, broadcastStrides(a, shape, op)),
+    b.operand(op, broadcastStrides(b, shape, op)),
+    computeSettings(),
+  );
+  return out;
 }
 
 /**
@@ -142,6 +220,53 @@ export function gt(a: Operand, b: Operand): Tensor {
 /** a >= b as Bool. */
 export function ge(a: Operand, b: Operand): Tensor {
   return binary("ge", a, b);
+}
+
+/**
+ * a AND b as Bool, every nonzero value (NaN included) true, as `torch.logical_and`: F32, integer or Bool
+ * operands of one dtype, or a number; broadcasting; not differentiable.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using valid = Tensor.from([true, true, false], [3], { dtype: "bool" });
+ * using labels = Tensor.from([3, 0, 1], [3], { dtype: "int32" });
+ * using known = ops.ne(labels, 0);
+ * using keep = ops.logicalAnd(valid, known);
+ * assert.deepEqual(keep.toNested(), [true, false, false]);
+ * ```
+ */
+export function logicalAnd(a: Operand, b: Operand): Tensor {
+  return binary("logicalAnd", a, b);
+}
+
+/** a OR b as Bool, every nonzero value true (`torch.logical_or`); as `logicalAnd` otherwise. */
+export function logicalOr(a: Operand, b: Operand): Tensor {
+  return binary("logicalOr", a, b);
+}
+
+/** a XOR b as Bool, every nonzero value true (`torch.logical_xor`); as `logicalAnd` otherwise. */
+export function logicalXor(a: Operand, b: Operand): Tensor {
+  return binary("logicalXor", a, b);
+}
+
+/**
+ * NOT x as Bool: true where x is zero (`torch.logical_not`; NaN is nonzero, so false), for F32, integer and
+ * Bool tensors; computed as `eq(x, 0)`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using mask = Tensor.from([true, false], [2], { dtype: "bool" });
+ * using flipped = ops.logicalNot(mask);
+ * assert.deepEqual(flipped.toNested(), [false, true]);
+ * ```
+ */
+export function logicalNot(x: Tensor): Tensor {
+  checkDTypes("logicalNot", x);
+  return eq(x, 0);
 }
 
 /** The unary ops of the op table that are one kernel call without options (`gelu` also saves an inner term). */

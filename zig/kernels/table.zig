@@ -24,4 +24,5 @@ pub const KernelTable = extern struct {
     optim: @import("optim.zig").Table,
     index: @import("index.zig").Table,
     ctc: @import("ctc.zig").Table,
+    integer: @import("integer.zig").Table,
 };
