@@ -81,6 +81,22 @@ const CLASS_NAMES: Record<DTypeClass, string> = {
   bool: "Bool",
 };
 
+/** What each op's dtype rule takes, by op name (a `Map`: ops look it up on every call, see `kernelCode`). */
+const TAKES: ReadonlyMap<string, readonly DTypeClass[] | "any"> = new Map(
+  Object.entries(OPS).map(([op, def]) => [op, DTYPE_RULES[def.dtypes].takes]),
+);
+
+/** Throws unless `t` is plain and of a dtype class in `takes`. */
+function checkTaken(op: string, takes: readonly DTypeClass[] | "any", t: Tensor): void {
+  const kind = dtypeClass(t.dtype);
+  if (t.blockSize === 0 && (takes === "any" || (kind !== null && takes.includes(kind)))) return;
+  const names = takes === "any"
+    ? "plain"
+    : takes.map((c) => CLASS_NAMES[c]).join(", ").replace(/, ([^,]*)$/, " or $1");
+  const got = t.blockSize > 0 ? `a blocked NchwC(${t.blockSize})` : article(dtypeInfo(t.dtype).name);
+  throw new DTypeError(op, `${op} takes ${names} tensors, got ${got} tensor; cast() it first`);
+}
+
 /**
  * Checks `x` (and `y`, when given) against `op`'s dtype rule in the op table (`OPS[op].dtypes`): live, plain
  * (not blocked), of one dtype that the rule takes. Returns that dtype; a `DTypeError` names the op, the dtype
@@ -98,19 +114,12 @@ const CLASS_NAMES: Record<DTypeClass, string> = {
  */
 export function checkDTypes(op: OpName, x: Tensor, y?: Tensor): DType {
   checkTensor(op, "an operand", x);
-  if (y !== undefined) checkTensor(op, "an operand", y);
-  const takes = DTYPE_RULES[OPS[op].dtypes].takes;
-  for (const t of y === undefined ? [x] : [x, y]) {
-    const kind = dtypeClass(t.dtype);
-    if (t.blockSize > 0 || takes !== "any" && (kind === null || !takes.includes(kind))) {
-      const names = takes === "any"
-        ? "plain"
-        : takes.map((c) => CLASS_NAMES[c]).join(", ").replace(/, ([^,]*)$/, " or $1");
-      const got = t.blockSize > 0 ? `a blocked NchwC(${t.blockSize})` : article(dtypeInfo(t.dtype).name);
-      throw new DTypeError(op, `${op} takes ${names} tensors, got ${got} tensor; cast() it first`);
-    }
-  }
-  if (y !== undefined && y.dtype !== x.dtype) {
+  const takes = TAKES.get(op)!;
+  checkTaken(op, takes, x);
+  if (y === undefined) return x.dtype;
+  checkTensor(op, "an operand", y);
+  checkTaken(op, takes, y);
+  if (y.dtype !== x.dtype) {
     throw new DTypeError(
       op,
       `${op} takes operands of one dtype, got ${dtypeInfo(x.dtype).name} and ${
@@ -119,6 +128,12 @@ export function checkDTypes(op: OpName, x: Tensor, y?: Tensor): DType {
     );
   }
   return x.dtype;
+}
+
+/** Whether `value` is a live, plain F32 tensor: the element-wise ops' fast path, decided in one test. */
+export function isPlainF32(value: unknown): value is Tensor {
+  return value instanceof Tensor && value.dtype === DType.F32 && value.blockSize === 0 &&
+    !value.storage.isReleased;
 }
 
 /** "an I32", "a U8", "a Bool". */

@@ -12,7 +12,15 @@ import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes } from "../core/shape.ts";
 import { allocate, freshOperand, type Tensor } from "../tensor.ts";
 import { UnaryOp } from "../kernels/types.ts";
-import { binaryKernel, broadcastStrides, checkDTypes, checkF32, newOutput, unaryKernel } from "./common.ts";
+import {
+  binaryKernel,
+  broadcastStrides,
+  checkDTypes,
+  checkF32,
+  isPlainF32,
+  newOutput,
+  unaryKernel,
+} from "./common.ts";
 import { cast } from "./copy.ts";
 import { type AttributesOf, recordOp, shouldRecord } from "../autograd/record.ts";
 import { type BinaryOpName, DTYPE_RULES, kernelCode, OPS, type UnaryOpName } from "../core/op_table.ts";
@@ -51,13 +59,12 @@ function binarySaves(op: BinaryOpName, a: Tensor, b: Tensor): (Tensor | null)[] 
 
 /** One binary op of the op table: its kernel through the seam, then its record as the table says. */
 function binary(op: BinaryOpName, x: Operand, y: Operand): Tensor {
-  // The one dtype branch: integer and Bool operands (and anything that is not a tensor, to be refused there).
-  if (
-    (typeof x !== "number" && x?.dtype !== DType.F32) || (typeof y !== "number" && y?.dtype !== DType.F32)
-  ) return integerBinary(op, x, y);
-  // Both operands are checked before either scalar is allocated, so a refused call allocates nothing.
-  if (typeof x !== "number") checkF32(op, x);
-  if (typeof y !== "number") checkF32(op, y);
+  // The one dtype branch: integer and Bool operands go to `integerBinary`, and so does anything else, to be
+  // refused there with a typed error. Both operands are checked before either scalar is allocated, so a
+  // refused call allocates nothing.
+  if (!(typeof x === "number" || isPlainF32(x)) || !(typeof y === "number" || isPlainF32(y))) {
+    return integerBinary(op, x, y);
+  }
   const a = asTensor(x);
   const b = asTensor(y);
   const out = binaryKernel(op, kernelCode("binary", op), a, b);
@@ -114,9 +121,10 @@ function integerScalar(op: BinaryOpName, dtype: DType, value: number): Tensor {
 }
 
 /**
- * A binary op on integer or Bool tensors (the op table's dtype rule says which): one `binaryInt` kernel
- * call, not differentiable. Integer division is true division, F32 as PyTorch's: both sides cast to F32,
- * then `div`.
+ * A binary op whose operands are not plain F32 tensors or numbers: integer or Bool tensors (the op table's
+ * dtype rule says which ops take them) make one `binaryInt` kernel call, not differentiable; anything else is
+ * refused by `checkDTypes` with a typed error. Integer division is true division, F32 as PyTorch's: both
+ * sides cast to F32, then `div`.
  */
 function integerBinary(op: BinaryOpName, x: Operand, y: Operand): Tensor {
   const tensors = [x, y].filter((t): t is Tensor => typeof t !== "number");
@@ -145,7 +153,8 @@ function integerBinary(op: BinaryOpName, x: Operand, y: Operand): Tensor {
 }
 
 /**
- * a + b, broadcasting; either side may be a number.
+ * a + b, broadcasting; either side may be a number. F32, or one integer dtype on both sides (wrapping around
+ * as PyTorch; a number must then be whole, and takes the tensor's dtype).
  *
  * @example
  * ```ts
@@ -162,17 +171,28 @@ export function add(a: Operand, b: Operand): Tensor {
   return binary("add", a, b);
 }
 
-/** a − b, broadcasting. */
+/** a − b, broadcasting; F32 or integers (wrapping), as `add`. */
 export function sub(a: Operand, b: Operand): Tensor {
   return binary("sub", a, b);
 }
 
-/** a · b element-wise, broadcasting. */
+/** a · b element-wise, broadcasting; F32 or integers (wrapping), as `add`. */
 export function mul(a: Operand, b: Operand): Tensor {
   return binary("mul", a, b);
 }
 
-/** a / b, broadcasting. */
+/**
+ * a / b, broadcasting. Integer operands give PyTorch's true division: both sides cast to F32, an F32 result.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using counts = Tensor.from([7, -7], [2], { dtype: "int32" });
+ * using half = ops.div(counts, 2);
+ * assert.deepEqual(half.toNested(), [3.5, -3.5]);
+ * ```
+ */
 export function div(a: Operand, b: Operand): Tensor {
   return binary("div", a, b);
 }
@@ -192,7 +212,20 @@ export function pow(a: Operand, b: Operand): Tensor {
   return binary("pow", a, b);
 }
 
-/** a == b as Bool. */
+/**
+ * a == b as Bool. The comparisons take F32, integer (I8 … I64, U8 … U64) or Bool operands of one dtype, or a
+ * number (whole and within the dtype's range for an integer tensor, 0 or 1 for Bool).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using labels = Tensor.from([2, 0, 2], [3], { dtype: "int64" });
+ * using isTwo = ops.eq(labels, 2);
+ * using count = isTwo.sum();
+ * assert.ok(count.item() === 2n);
+ * ```
+ */
 export function eq(a: Operand, b: Operand): Tensor {
   return binary("eq", a, b);
 }
@@ -234,7 +267,7 @@ export function ge(a: Operand, b: Operand): Tensor {
  * using labels = Tensor.from([3, 0, 1], [3], { dtype: "int32" });
  * using known = ops.ne(labels, 0);
  * using keep = ops.logicalAnd(valid, known);
- * assert.deepEqual(keep.toNested(), [true, false, false]);
+ * assert.deepEqual(keep.toNested(), [1, 0, 0]); // Bool reads as 0/1
  * ```
  */
 export function logicalAnd(a: Operand, b: Operand): Tensor {
@@ -261,7 +294,7 @@ export function logicalXor(a: Operand, b: Operand): Tensor {
  * import { ops, Tensor } from "@zigtensor/zigtensor";
  * using mask = Tensor.from([true, false], [2], { dtype: "bool" });
  * using flipped = ops.logicalNot(mask);
- * assert.deepEqual(flipped.toNested(), [false, true]);
+ * assert.deepEqual(flipped.toNested(), [0, 1]);
  * ```
  */
 export function logicalNot(x: Tensor): Tensor {

@@ -253,8 +253,8 @@ function anyAll(
  * using mask = Tensor.from([[true, false], [false, false]], [2, 2], { dtype: "bool" });
  * using rows = ops.any(mask, 1);
  * using all = mask.all();
- * assert.deepEqual(rows.toNested(), [true, false]);
- * assert.equal(all.item(), false);
+ * assert.deepEqual(rows.toNested(), [1, 0]);
+ * assert.equal(all.item(), 0);
  * ```
  */
 export function any(
