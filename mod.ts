@@ -109,6 +109,7 @@ export type { IndexKernels } from "./src/kernels/types.ts";
 export type { IndexKernel, IndexOp } from "./src/kernels/indexing.ts";
 export type { CtcKernel, CtcParams } from "./src/kernels/ctc.ts";
 export type { ConvKernels, ConvWindowParams } from "./src/kernels/conv.ts";
+export type { IntegerKernels } from "./src/kernels/integer.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {

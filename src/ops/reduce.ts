@@ -15,7 +15,7 @@ import { ReduceOp } from "../kernels/types.ts";
 import { recordOp, shouldRecord } from "../autograd/record.ts";
 import { kernelCode, type ReduceOpName, type SoftmaxOpName } from "../core/op_table.ts";
 import { abs, add, div, exp, log, mul, ne, sqrt, sub } from "./elementwise.ts";
-import { checkDTypes, checkF32, newOutput } from "./common.ts";
+import { checkDTypes, checkF32, isPlainF32, newOutput } from "./common.ts";
 import { reshape } from "./views.ts";
 
 /** Options of the reductions. */
@@ -118,7 +118,8 @@ function reduction(
   axis: number | readonly number[] | undefined,
   options: ReduceOptions | boolean | undefined,
 ): Tensor {
-  const dtype = checkDTypes(op, x);
+  // Every reduction's rule takes F32: the common case skips the rule lookup.
+  const dtype = isPlainF32(x) ? DType.F32 : checkDTypes(op, x);
   const keepDims = keepDimsOf(op, options);
   const axes = reducedAxes(op, x, axis);
   // PyTorch's rule: an integer or Bool sum is I64; max and min keep the dtype.
@@ -215,7 +216,7 @@ function argReduction(
   axis: number,
   options: ReduceOptions | boolean | undefined,
 ): Tensor {
-  checkDTypes(op, x);
+  if (!isPlainF32(x)) checkDTypes(op, x);
   const keepDims = keepDimsOf(op, options);
   return reduceKernel(
     op,
