@@ -126,6 +126,7 @@ export type {
   NormParams,
   NormStatistics,
 } from "./src/kernels/norm.ts";
+export type { IntegerKernels } from "./src/kernels/integer.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {

@@ -1,7 +1,7 @@
 /**
  * Generates the two files the op table (`src/core/op_table.ts`) determines: `zig/kernels/ops.zig`, the Zig side
  * (one enum per kernel family with the table's codes, and the dtype rule the kernels need: which binary ops
- * write Bool, which reduction writes I64), and `src/core/op_types.ts`, the table's names and codes as explicit
+ * write Bool, which reductions write I64), and `src/core/op_types.ts`, the table's names and codes as explicit
  * types (a published module may not export inferred types), with the op names of each kernel family
  * (`BinaryOpName`, `UnaryOpName`, …) so that no other file lists them. Run `deno run -A scripts/gen_ops.ts` after
  * editing the table; `tests/op_table.test.ts` fails while a committed file differs from what the table
@@ -13,6 +13,8 @@ import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
   definitionOf,
+  DTYPE_RULES,
+  type DTypeResult,
   KERNEL_FAMILIES,
   kernelCodes,
   kernelEntries,
@@ -33,11 +35,13 @@ function snake(name: string): string {
 
 function family(name: KernelFamily): string {
   kernelCodes(name); // throws when the codes are not dense
-  const { symbol, zigEnum } = KERNEL_FAMILIES[name];
+  const families: Record<KernelFamily, { symbol: string; intSymbol?: string; zigEnum: string }> =
+    KERNEL_FAMILIES;
+  const { symbol, intSymbol, zigEnum } = families[name];
   const entries = kernelEntries(name);
   const fields = entries.map(({ op, kernel }) => `    ${snake(kernel.name)} = ${kernel.code}, // ops.${op}`);
-  const rule = (dtypes: string) =>
-    entries.filter(({ op }) => definitionOf(op).dtypes === dtypes).map(({ kernel }) =>
+  const rule = (gives: DTypeResult) =>
+    entries.filter(({ op }) => DTYPE_RULES[definitionOf(op).dtypes].gives === gives).map(({ kernel }) =>
       `.${snake(kernel.name)}`
     );
   const predicate = (fn: string, doc: string, list: string[]) =>
@@ -52,18 +56,20 @@ function family(name: KernelFamily): string {
       `    }`,
     ];
   return [
-    `/// The \`${name}\` kernels (\`${symbol}\`), by the codes of the op table.`,
+    `/// The \`${name}\` kernels (\`${symbol}\`${
+      intSymbol === undefined ? "" : `, and \`${intSymbol}\` for integer and Bool tensors`
+    }), by the codes of the op table.`,
     `pub const ${zigEnum} = enum(i32) {`,
     ...fields,
     ...predicate(
       "writesBool",
-      "Whether the op writes Bool (0/1 bytes): its dtype rule is `f32->bool`.",
-      rule("f32->bool"),
+      "Whether the op writes Bool (0/1 bytes): its dtype rule ends in `->bool`.",
+      rule("bool"),
     ),
     ...predicate(
       "writesI64",
-      "Whether the op writes I64 indices: its dtype rule is `f32->i64`.",
-      rule("f32->i64"),
+      "Whether the op writes I64 indices: its dtype rule ends in `->i64`.",
+      rule("i64"),
     ),
     `};`,
   ].join("\n");

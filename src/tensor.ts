@@ -931,6 +931,28 @@ export class Tensor {
     return ops.ge(this, other);
   }
 
+  // Logical ops (issue 12): every nonzero value is true.
+
+  /** this AND other as Bool (`ops.logicalAnd`). */
+  logicalAnd(other: Tensor | number): Tensor {
+    return ops.logicalAnd(this, other);
+  }
+
+  /** this OR other as Bool (`ops.logicalOr`). */
+  logicalOr(other: Tensor | number): Tensor {
+    return ops.logicalOr(this, other);
+  }
+
+  /** this XOR other as Bool (`ops.logicalXor`). */
+  logicalXor(other: Tensor | number): Tensor {
+    return ops.logicalXor(this, other);
+  }
+
+  /** NOT this as Bool: true where this is zero (`ops.logicalNot`). */
+  logicalNot(): Tensor {
+    return ops.logicalNot(this);
+  }
+
   /** |x|. */
   abs(): Tensor {
     return ops.abs(this);
@@ -981,6 +1003,16 @@ export class Tensor {
   /** The I64 index of the first minimum along `axis` (`ops.argmin`). */
   argmin(axis: number, options: ReduceOptions = {}): Tensor {
     return ops.argmin(this, axis, options);
+  }
+
+  /** Whether any element over `axis` (all axes by default) is nonzero, as Bool (`ops.any`). */
+  any(axis?: number | readonly number[], options?: ReduceOptions | boolean): Tensor {
+    return ops.any(this, axis, options);
+  }
+
+  /** Whether every element over `axis` (all axes by default) is nonzero, as Bool (`ops.all`). */
+  all(axis?: number | readonly number[], options?: ReduceOptions | boolean): Tensor {
+    return ops.all(this, axis, options);
   }
 
   /** The product over `axis` (all axes by default; `ops.prod`). */

@@ -18,7 +18,11 @@ test("every variant the host runs passes the kernel conformance cases", () => {
     // Binary, unary, reduce, softmax, pool, index and select cases (tests/helpers/kernels_conformance.ts).
     assert.equal(report.cases, 7 * 160);
     assert.ok(report.elements > 50_000, `${isa}: ${report.elements} elements`);
-    hashes.set(isa, report.exactHash);
+    // Integer and Bool binary and reduction cases (tests/helpers/integer_conformance.ts).
+    assert.deepEqual(report.integer.failures, [], `${isa} integer kernels`);
+    assert.equal(report.integer.cases, 2 * 80);
+    assert.ok(report.integer.elements > 20_000, `${isa}: ${report.integer.elements} integer elements`);
+    hashes.set(isa, report.exactHash * 2 ** 32 + report.integer.exactHash);
   }
 });
 

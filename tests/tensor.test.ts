@@ -243,7 +243,11 @@ test("operators name the operation, the shapes and the rule when they refuse inp
   assert.throws(
     () => ops.mul(a, i),
     (e: Error) =>
-      e instanceof DTypeError && /^mul: mul computes on plain F32 tensors, got I32/.test(e.message),
+      e instanceof DTypeError && /^mul: mul takes operands of one dtype, got F32 and I32/.test(e.message),
+  );
+  assert.throws(
+    () => ops.pow(i, 2),
+    (e: Error) => e instanceof DTypeError && /^pow: pow takes F32 tensors, got an I32 tensor/.test(e.message),
   );
   assert.throws(
     () => ops.matmul(a, a),

@@ -28,10 +28,11 @@ import {
   Tensor,
   TensorCompute,
 } from "../mod.ts";
+import { dtypeInfo } from "../src/core/dtype.ts";
 
 /** A tensor stored in the fixture: dtype name, shape, row-major data (non-finite floats as strings). */
 interface Stored {
-  readonly dtype: "F32" | "F64" | "I64" | "Bool";
+  readonly dtype: "F32" | "F64" | "I8" | "I16" | "I32" | "I64" | "U8" | "U16" | "U32" | "U64" | "Bool";
   readonly shape: number[];
   readonly data: (number | string | boolean)[];
   readonly requiresGrad?: boolean;
@@ -73,7 +74,9 @@ function numbers(s: Stored): number[] {
 
 function toTensor(s: Stored): Tensor {
   const dtype = s.dtype === "F64" ? "float32" : s.dtype;
-  if (s.dtype === "I64") return Tensor.from(s.data.map((v) => BigInt(v as number)), s.shape, { dtype });
+  if (s.dtype === "I64" || s.dtype === "U64") {
+    return Tensor.from(s.data.map((v) => BigInt(v as number)), s.shape, { dtype });
+  }
   if (s.dtype === "Bool") return Tensor.from(s.data as boolean[], s.shape, { dtype });
   return Tensor.from(numbers(s), s.shape, { dtype });
 }
@@ -119,6 +122,8 @@ function outputsOf(result: unknown, c: Case, inputs: ReadonlyMap<string, Tensor>
 function compare(label: string, actual: Tensor, expected: Stored, ulps: number): void {
   const want = numbers(expected);
   if (expected.dtype !== "F64") {
+    // Integer and Bool results have PyTorch's dtype (an integer sum is I64, a comparison Bool).
+    assert.equal(dtypeInfo(actual.dtype).name, expected.dtype, `${label}: dtype`);
     assertClose(actual, Tensor.from(want, expected.shape, { dtype: "float64" }), {
       rtol: 0,
       atol: 0,

@@ -151,8 +151,9 @@ export fn zt_dequantize(args: *const abi.ArgBlock, dst: *anyopaque, src: *const 
 // comment documents its argument block). All take (args, out, inputs...) with operand 0 the output;
 // args.mode is 0 for fast and 1 for exact, args.threads the most threads the kernel may use.
 
-/// args.op: a `BinaryOp` (add sub mul div max min pow eq ne lt le gt ge relu_backward gelu_grad); operands 0, 1, 2 = out, a, b over
-/// args.shape. Comparisons write Bool bytes, and operand 0's offset and strides count those bytes.
+/// args.op: a `BinaryOp` (add sub mul div max min pow eq ne lt le gt ge, the logical ops, relu_backward
+/// gelu_grad); operands 0, 1, 2 = out, a, b over args.shape. Comparisons and logical ops write Bool bytes, and
+/// operand 0's offset and strides count those bytes.
 export fn zt_binary_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque, b: *const anyopaque) void {
     dispatch.active().elementwise.binary_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));
 }
@@ -166,6 +167,18 @@ export fn zt_unary_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const any
 /// reduced. Operand 0 (out) has strides for the kept axes only (i64 elements for argmax), operand 1 for all.
 export fn zt_reduce_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque) void {
     dispatch.active().elementwise.reduce_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a));
+}
+
+/// `zt_binary_f32` over integer or Bool elements (zig/kernels/integer.zig): args.ints[0] is their dtype's
+/// code; args.op is add, sub or mul (integers, wrapping), a comparison or a logical op.
+export fn zt_binary_int(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque, b: *const anyopaque) void {
+    dispatch.active().integer.binary_int(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));
+}
+
+/// `zt_reduce_f32` over integer or Bool elements: args.ints[1] is their dtype's code; args.op is sum (i64
+/// output), max, min (the element type), argmax or argmin (i64).
+export fn zt_reduce_int(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque) void {
+    dispatch.active().integer.reduce_int(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a));
 }
 
 /// args.op: 0 softmax, 1 log-softmax, over the last axis of args.shape (rank >= 1); operands 0, 1 = out, a.

@@ -30,11 +30,14 @@ export type {
   UnaryOpName,
 } from "./op_types.ts";
 
-/** The kernel families of the seam, with the native symbol that runs each (f32 inputs). */
+/**
+ * The kernel families of the seam, with the native symbol that runs each (f32 inputs) and, for the families
+ * that also take integer and Bool tensors, the symbol that runs those (`intSymbol`, src/kernels/integer.ts).
+ */
 export const KERNEL_FAMILIES = {
-  binary: { symbol: "zt_binary_f32", zigEnum: "BinaryOp" },
+  binary: { symbol: "zt_binary_f32", intSymbol: "zt_binary_int", zigEnum: "BinaryOp" },
   unary: { symbol: "zt_unary_f32", zigEnum: "UnaryOp" },
-  reduce: { symbol: "zt_reduce_f32", zigEnum: "ReduceOp" },
+  reduce: { symbol: "zt_reduce_f32", intSymbol: "zt_reduce_int", zigEnum: "ReduceOp" },
   softmax: { symbol: "zt_softmax_f32", zigEnum: "SoftmaxOp" },
   index: { symbol: "zt_index_f32", zigEnum: "IndexOp" },
   nll: { symbol: "zt_nll_f32", zigEnum: "NllOp" },
@@ -51,11 +54,46 @@ export interface KernelRef {
 }
 
 /**
- * The dtype rule of an op: `"f32"` takes plain F32 tensors and returns F32; `"f32->bool"` returns Bool (0/1
- * bytes); `"f32->i64"` returns I64 indices; `"any"` takes any dtype (data movement) and keeps it or converts
- * as its arguments say.
+ * The dtype rule of an op: the dtypes it takes, left of `->` (`f32`: plain F32; `int`: one of the integer
+ * dtypes I8 I16 I32 I64 U8 U16 U32 U64; `bool`: Bool), and what it returns, right of it (nothing: the input's
+ * dtype; `bool`: Bool, 0/1 bytes; `i64`: I64 indices; `f32`: F32; `sum`: F32 for F32, I64 for an integer or
+ * Bool input, PyTorch's promotion of a sum). The operands of a binary op share one dtype. `"any"` takes any
+ * dtype (data movement) and keeps it or converts as its arguments say. `DTYPE_RULES` spells each rule out,
+ * and `checkDTypes` (src/ops/common.ts) refuses what an op's rule does not take.
  */
-export type DTypeRule = "f32" | "f32->bool" | "f32->i64" | "any";
+export type DTypeRule =
+  | "f32"
+  | "f32->bool"
+  | "f32->i64"
+  | "f32|int"
+  | "f32|int->f32"
+  | "f32|int|bool"
+  | "f32|int|bool->bool"
+  | "f32|int->i64"
+  | "f32|int|bool->sum"
+  | "any";
+
+/** A class of dtypes in a dtype rule. */
+export type DTypeClass = "f32" | "int" | "bool";
+
+/** What an op returns, by its rule: the input's dtype, Bool, I64, F32, or a sum's (I64 for integers and Bool). */
+export type DTypeResult = "same" | "bool" | "i64" | "f32" | "sum";
+
+/** Each rule spelt out: the dtype classes it takes (none for `"any"`, which takes every dtype) and its result. */
+export const DTYPE_RULES: {
+  readonly [R in DTypeRule]: { readonly takes: readonly DTypeClass[] | "any"; readonly gives: DTypeResult };
+} = {
+  "f32": { takes: ["f32"], gives: "same" },
+  "f32->bool": { takes: ["f32"], gives: "bool" },
+  "f32->i64": { takes: ["f32"], gives: "i64" },
+  "f32|int": { takes: ["f32", "int"], gives: "same" },
+  "f32|int->f32": { takes: ["f32", "int"], gives: "f32" },
+  "f32|int|bool": { takes: ["f32", "int", "bool"], gives: "same" },
+  "f32|int|bool->bool": { takes: ["f32", "int", "bool"], gives: "bool" },
+  "f32|int->i64": { takes: ["f32", "int"], gives: "i64" },
+  "f32|int|bool->sum": { takes: ["f32", "int", "bool"], gives: "sum" },
+  "any": { takes: "any", gives: "same" },
+};
 
 /**
  * How an op takes part in autograd:
@@ -85,19 +123,25 @@ function k(family: KernelFamily, name: string, code: number): KernelRef {
 /** Every operator of `ops`, by its name there. */
 export const OPS: { readonly [N in OpName]: OpDefinition } = {
   // Element-wise, two operands (broadcasting).
-  add: { kernel: k("binary", "Add", 0), dtypes: "f32", grad: { record: "Add" } },
-  sub: { kernel: k("binary", "Sub", 1), dtypes: "f32", grad: { record: "Sub" } },
-  mul: { kernel: k("binary", "Mul", 2), dtypes: "f32", grad: { record: "Mul" } },
-  div: { kernel: k("binary", "Div", 3), dtypes: "f32", grad: { record: "Div" } },
+  // Integers wrap around (two's complement); integer division is true division, F32 as PyTorch's.
+  add: { kernel: k("binary", "Add", 0), dtypes: "f32|int", grad: { record: "Add" } },
+  sub: { kernel: k("binary", "Sub", 1), dtypes: "f32|int", grad: { record: "Sub" } },
+  mul: { kernel: k("binary", "Mul", 2), dtypes: "f32|int", grad: { record: "Mul" } },
+  div: { kernel: k("binary", "Div", 3), dtypes: "f32|int->f32", grad: { record: "Div" } },
   maximum: { kernel: k("binary", "Max", 4), dtypes: "f32", grad: { record: "Maximum" } },
   minimum: { kernel: k("binary", "Min", 5), dtypes: "f32", grad: { record: "Minimum" } },
   pow: { kernel: k("binary", "Pow", 6), dtypes: "f32", grad: { record: "Pow" } },
-  eq: { kernel: k("binary", "Eq", 7), dtypes: "f32->bool", grad: "none" },
-  ne: { kernel: k("binary", "Ne", 8), dtypes: "f32->bool", grad: "none" },
-  lt: { kernel: k("binary", "Lt", 9), dtypes: "f32->bool", grad: "none" },
-  le: { kernel: k("binary", "Le", 10), dtypes: "f32->bool", grad: "none" },
-  gt: { kernel: k("binary", "Gt", 11), dtypes: "f32->bool", grad: "none" },
-  ge: { kernel: k("binary", "Ge", 12), dtypes: "f32->bool", grad: "none" },
+  eq: { kernel: k("binary", "Eq", 7), dtypes: "f32|int|bool->bool", grad: "none" },
+  ne: { kernel: k("binary", "Ne", 8), dtypes: "f32|int|bool->bool", grad: "none" },
+  lt: { kernel: k("binary", "Lt", 9), dtypes: "f32|int|bool->bool", grad: "none" },
+  le: { kernel: k("binary", "Le", 10), dtypes: "f32|int|bool->bool", grad: "none" },
+  gt: { kernel: k("binary", "Gt", 11), dtypes: "f32|int|bool->bool", grad: "none" },
+  ge: { kernel: k("binary", "Ge", 12), dtypes: "f32|int|bool->bool", grad: "none" },
+  // Logical ops (issue 12): every nonzero value is true, as torch.logical_and; logicalNot is eq(x, 0).
+  logicalAnd: { kernel: k("binary", "LogicalAnd", 13), dtypes: "f32|int|bool->bool", grad: "none" },
+  logicalOr: { kernel: k("binary", "LogicalOr", 14), dtypes: "f32|int|bool->bool", grad: "none" },
+  logicalXor: { kernel: k("binary", "LogicalXor", 15), dtypes: "f32|int|bool->bool", grad: "none" },
+  logicalNot: { dtypes: "f32|int|bool->bool", grad: "none" },
   // Element-wise, one operand.
   neg: { kernel: k("unary", "Neg", 0), dtypes: "f32", grad: { record: "Neg" } },
   abs: { kernel: k("unary", "Abs", 1), dtypes: "f32", grad: { record: "Abs" } },
@@ -131,18 +175,22 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   // Selection (issue 12): any plain dtype, through the select kernel (zt_select).
   where: { dtypes: "any", grad: { record: "Where" } },
   // Reductions over any set of axes.
-  sum: { kernel: k("reduce", "Sum", 0), dtypes: "f32", grad: { record: "Sum" } },
+  // Integer and Bool reductions run `zt_reduce_int` (sum gives I64 as PyTorch's; mean refuses integers).
+  sum: { kernel: k("reduce", "Sum", 0), dtypes: "f32|int|bool->sum", grad: { record: "Sum" } },
   mean: { kernel: k("reduce", "Mean", 1), dtypes: "f32", grad: { record: "Mean" } },
-  max: { kernel: k("reduce", "Max", 2), dtypes: "f32", grad: { record: "Max" } },
-  min: { kernel: k("reduce", "Min", 3), dtypes: "f32", grad: { record: "Min" } },
-  argmax: { kernel: k("reduce", "ArgMax", 4), dtypes: "f32->i64", grad: "none" },
+  max: { kernel: k("reduce", "Max", 2), dtypes: "f32|int|bool", grad: { record: "Max" } },
+  min: { kernel: k("reduce", "Min", 3), dtypes: "f32|int|bool", grad: { record: "Min" } },
+  argmax: { kernel: k("reduce", "ArgMax", 4), dtypes: "f32|int->i64", grad: "none" },
   // Reductions added with issue 12 (argmin, prod; the rest are compositions of reductions).
-  argmin: { kernel: k("reduce", "ArgMin", 5), dtypes: "f32->i64", grad: "none" },
+  argmin: { kernel: k("reduce", "ArgMin", 5), dtypes: "f32|int->i64", grad: "none" },
   prod: { kernel: k("reduce", "Prod", 6), dtypes: "f32", grad: { record: "Prod" } },
   var: { dtypes: "f32", grad: "composed" },
   std: { dtypes: "f32", grad: "composed" },
   logsumexp: { dtypes: "f32", grad: "composed" },
   norm: { dtypes: "f32", grad: "composed" },
+  // torch.any and torch.all: a comparison with 0, then the Bool max or min.
+  any: { dtypes: "f32|int|bool->bool", grad: "none" },
+  all: { dtypes: "f32|int|bool->bool", grad: "none" },
   // Softmax family over one axis.
   softmax: { kernel: k("softmax", "Softmax", 0), dtypes: "f32", grad: { record: "Softmax" } },
   logSoftmax: { kernel: k("softmax", "LogSoftmax", 1), dtypes: "f32", grad: { record: "LogSoftmax" } },
@@ -214,9 +262,9 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
  */
 export const INTERNAL_KERNELS = {
   // g where the saved ReLU output is not ≤ 0 (PyTorch's threshold_backward): the Relu rule, one pass.
-  reluBackward: { kernel: k("binary", "ReluBackward", 13), dtypes: "f32", grad: "none" },
+  reluBackward: { kernel: k("binary", "ReluBackward", 16), dtypes: "f32", grad: "none" },
   // GELU's (tanh form) derivative from x and the saved t = tanh(u), in f64 rounded once: the Gelu rule's factor.
-  geluGrad: { kernel: k("binary", "GeluGrad", 14), dtypes: "f32", grad: "none" },
+  geluGrad: { kernel: k("binary", "GeluGrad", 17), dtypes: "f32", grad: "none" },
 } as const satisfies Record<string, OpDefinition>;
 
 /** The name of an internal kernel. */
@@ -277,9 +325,9 @@ for (
   if (def.kernel !== undefined) (CODES_BY_FAMILY[def.kernel.family] ??= {})[op] = def.kernel.code;
 }
 
-/** The codes of the binary kernels that write Bool (dtype rule `f32->bool`: the comparisons). */
+/** The codes of the binary kernels that write Bool (their dtype rule gives Bool: comparisons, logical ops). */
 const BOOL_BINARY: ReadonlySet<number> = new Set(
-  kernelEntries("binary").filter(({ op }) => definitionOf(op).dtypes === "f32->bool").map((e) =>
+  kernelEntries("binary").filter(({ op }) => DTYPE_RULES[definitionOf(op).dtypes].gives === "bool").map((e) =>
     e.kernel.code
   ),
 );

@@ -20,6 +20,10 @@ export type OpName =
   | "le"
   | "gt"
   | "ge"
+  | "logicalAnd"
+  | "logicalOr"
+  | "logicalXor"
+  | "logicalNot"
   | "neg"
   | "abs"
   | "relu"
@@ -54,6 +58,8 @@ export type OpName =
   | "std"
   | "logsumexp"
   | "norm"
+  | "any"
+  | "all"
   | "softmax"
   | "logSoftmax"
   | "gather"
@@ -283,6 +289,9 @@ export type BinaryOpName =
   | "le"
   | "gt"
   | "ge"
+  | "logicalAnd"
+  | "logicalOr"
+  | "logicalXor"
   | "reluBackward"
   | "geluGrad";
 
@@ -369,8 +378,11 @@ export interface KernelCodes {
     readonly Le: 10;
     readonly Gt: 11;
     readonly Ge: 12;
-    readonly ReluBackward: 13;
-    readonly GeluGrad: 14;
+    readonly LogicalAnd: 13;
+    readonly LogicalOr: 14;
+    readonly LogicalXor: 15;
+    readonly ReluBackward: 16;
+    readonly GeluGrad: 17;
   };
   /** The unary kernels by name, with their codes. */
   readonly unary: {

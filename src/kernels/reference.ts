@@ -6,7 +6,8 @@
  * Meaning, op by op:
  * - `+ − × ÷`, `sqrt`, `neg`, `abs`, `relu`, max, min and the comparisons are single IEEE f32 operations.
  *   max and min return a NaN operand when there is one (the first), and order the zeros (+0 beats −0 in max);
- *   `relu(NaN)` is NaN and `relu(−0)` is +0. Comparisons write 0/1 bytes; NaN compares unordered.
+ *   `relu(NaN)` is NaN and `relu(−0)` is +0. Comparisons write 0/1 bytes; NaN compares unordered. The
+ *   logical ops write 0/1 bytes too, treating every nonzero value (NaN included, ±0 not) as true.
  * - Transcendental functions are computed in f64 and rounded once: `exp`, `log`, `tanh` are `Math`'s;
  *   `sigmoid(x) = 1/(1 + exp(−x))`; `gelu(x) = x/(1 + exp(−2u))` with `u = √(2/π)·(x + 0.044715·x³)` (the
  *   tanh form's value, computed without its cancellation; `gelu(−∞) = −0`); the erf form of GELU is
@@ -170,6 +171,9 @@ const BINARY_BY_NAME: Record<keyof typeof BinaryOp, (x: number, y: number) => nu
   Le: (x, y) => x <= y ? 1 : 0,
   Gt: (x, y) => x > y ? 1 : 0,
   Ge: (x, y) => x >= y ? 1 : 0,
+  LogicalAnd: (x, y) => x !== 0 && y !== 0 ? 1 : 0,
+  LogicalOr: (x, y) => x !== 0 || y !== 0 ? 1 : 0,
+  LogicalXor: (x, y) => (x !== 0) !== (y !== 0) ? 1 : 0,
   ReluBackward: (g, out) => out <= 0 ? 0 : g,
   GeluGrad: (x, t) => (t + 1) * 0.5 + ((x * 0.5) * (1 - t * t)) * ((x * x * (3 * GELU_A) + 1) * GELU_C),
 };

@@ -26,6 +26,7 @@ import { nativeRnnCell, referenceRnnCell } from "./rnn.ts";
 import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
 import { nativeSelect, referenceSelect } from "./select.ts";
 import { nativeNorm, nativeNormBackward, referenceNorm, referenceNormBackward } from "./norm.ts";
+import { nativeIntegerKernels, referenceIntegerKernels } from "./integer.ts";
 
 /**
  * The native kernels (the default set).
@@ -67,6 +68,7 @@ export const nativeKernels: KernelSet = {
   select: nativeSelect,
   norm: nativeNorm,
   normBackward: nativeNormBackward,
+  ...nativeIntegerKernels,
 };
 
 /**
@@ -106,4 +108,5 @@ export const referenceKernels: KernelSet = {
   select: referenceSelect,
   norm: referenceNorm,
   normBackward: referenceNormBackward,
+  ...referenceIntegerKernels,
 };

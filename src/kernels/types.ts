@@ -18,6 +18,7 @@ import type { RnnCellKernel } from "./rnn.ts";
 import type { ConvKernels } from "./conv.ts";
 import type { SelectKernel } from "./select.ts";
 import type { NormBackwardKernel, NormKernel } from "./norm.ts";
+import type { IntegerKernels } from "./integer.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -47,7 +48,11 @@ export interface ComputeSettings {
   readonly threads: number;
 }
 
-/** Binary element-wise operations by kernel name, their codes the native ones (from the op table, `src/core/op_table.ts`). Comparisons write Bool (0/1 bytes); Max and Min give NaN if either side is NaN, like `torch.maximum`. */
+/**
+ * Binary element-wise operations by kernel name, their codes the native ones (from the op table,
+ * `src/core/op_table.ts`). Comparisons and the logical ops write Bool (0/1 bytes; a logical op treats every
+ * nonzero value, NaN included, as true); Max and Min give NaN if either side is NaN, like `torch.maximum`.
+ */
 export const BinaryOp: KernelCodes["binary"] = kernelCodes("binary");
 /** A binary kernel's operation code. */
 export type BinaryOp = KernelCode<"binary">;
@@ -301,7 +306,7 @@ export interface NormKernels {
 
 /**
  * A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence, class-loss, convolution,
- * select and normalization kernels.
+ * select, normalization and integer kernels.
  */
 export type KernelSet =
   & TensorKernels
@@ -310,6 +315,7 @@ export type KernelSet =
   & OptimizerKernels
   & ScatterKernels
   & IndexKernels
+  & IntegerKernels
   & SequenceKernels
   & ClassLossKernels
   & ConvKernels

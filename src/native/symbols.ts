@@ -55,6 +55,8 @@ export const symbols = {
   zt_binary_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
   zt_unary_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
   zt_reduce_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_binary_int: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
+  zt_reduce_int: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
   zt_softmax_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
   zt_maxpool2d_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
   zt_index_add_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },

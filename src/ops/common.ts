@@ -13,7 +13,7 @@ import { broadcastShapes, formatShape } from "../core/shape.ts";
 import { allocateOutput, freshOperand, Tensor } from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { BinaryOp, type UnaryOp } from "../kernels/types.ts";
-import { binaryWritesBool } from "../core/op_table.ts";
+import { binaryWritesBool, DTYPE_RULES, type DTypeClass, type OpName, OPS } from "../core/op_table.ts";
 
 /**
  * `value` checked to be a live tensor: an `OptionError` for anything else, a `StaleTensorError` when its
@@ -64,6 +64,93 @@ function notF32(op: string, t: unknown): never {
       tensor.blockSize > 0 ? `a blocked NchwC(${tensor.blockSize})` : dtypeInfo(tensor.dtype).name
     } tensor; cast() it first`,
   );
+}
+
+/** The class of `dtype` in the op table's dtype rules: F32, an integer dtype, Bool, or none (other floats). */
+function dtypeClass(dtype: DType): DTypeClass | null {
+  switch (dtype) {
+    case DType.F32:
+      return "f32";
+    case DType.Bool:
+      return "bool";
+    case DType.U8:
+    case DType.I8:
+    case DType.U16:
+    case DType.I16:
+    case DType.I32:
+    case DType.I64:
+    case DType.U32:
+    case DType.U64:
+      return "int";
+    default:
+      return null;
+  }
+}
+
+const CLASS_NAMES: Record<DTypeClass, string> = {
+  f32: "F32",
+  int: "integer (I8 I16 I32 I64 U8 U16 U32 U64)",
+  bool: "Bool",
+};
+
+/** What each op's dtype rule takes, by op name (a `Map`: ops look it up on every call, see `kernelCode`). */
+const TAKES: ReadonlyMap<string, readonly DTypeClass[] | "any"> = new Map(
+  Object.entries(OPS).map(([op, def]) => [op, DTYPE_RULES[def.dtypes].takes]),
+);
+
+/** Throws unless `t` is plain and of a dtype class in `takes`. */
+function checkTaken(op: string, takes: readonly DTypeClass[] | "any", t: Tensor): void {
+  const kind = dtypeClass(t.dtype);
+  if (t.blockSize === 0 && (takes === "any" || (kind !== null && takes.includes(kind)))) return;
+  const names = takes === "any"
+    ? "plain"
+    : takes.map((c) => CLASS_NAMES[c]).join(", ").replace(/, ([^,]*)$/, " or $1");
+  const got = t.blockSize > 0 ? `a blocked NchwC(${t.blockSize})` : article(dtypeInfo(t.dtype).name);
+  throw new DTypeError(op, `${op} takes ${names} tensors, got ${got} tensor; cast() it first`);
+}
+
+/**
+ * Checks `x` (and `y`, when given) against `op`'s dtype rule in the op table (`OPS[op].dtypes`): live, plain
+ * (not blocked), of one dtype that the rule takes. Returns that dtype; a `DTypeError` names the op, the dtype
+ * and what the rule takes otherwise.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Tensor } from "@zigtensor/zigtensor";
+ * import { checkDTypes } from "./common.ts";
+ * using labels = Tensor.from([1, 2], [2], { dtype: "int32" });
+ * assert.equal(checkDTypes("sum", labels), labels.dtype);
+ * assert.throws(() => checkDTypes("mean", labels), /mean takes F32 tensors, got an I32 tensor/);
+ * ```
+ */
+export function checkDTypes(op: OpName, x: Tensor, y?: Tensor): DType {
+  checkTensor(op, "an operand", x);
+  const takes = TAKES.get(op)!;
+  checkTaken(op, takes, x);
+  if (y === undefined) return x.dtype;
+  checkTensor(op, "an operand", y);
+  checkTaken(op, takes, y);
+  if (y.dtype !== x.dtype) {
+    throw new DTypeError(
+      op,
+      `${op} takes operands of one dtype, got ${dtypeInfo(x.dtype).name} and ${
+        dtypeInfo(y.dtype).name
+      } (zigtensor does not promote); cast() one of them`,
+    );
+  }
+  return x.dtype;
+}
+
+/** Whether `value` is a live, plain F32 tensor: the element-wise ops' fast path, decided in one test. */
+export function isPlainF32(value: unknown): value is Tensor {
+  return value instanceof Tensor && value.dtype === DType.F32 && value.blockSize === 0 &&
+    !value.storage.isReleased;
+}
+
+/** "an I32", "a U8", "a Bool". */
+function article(name: string): string {
+  return `${/^[IF]/.test(name) ? "an" : "a"} ${name}`;
 }
 
 /** An optional F32 parameter (a weight, a bias, a state) must have exactly `shape` when given. */

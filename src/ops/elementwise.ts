@@ -16,14 +16,24 @@ import { UnaryOp } from "../kernels/types.ts";
 import {
   binaryKernel,
   broadcastStrides,
+  checkDTypes,
   checkF32,
   checkF32Tensor,
   checkTensor,
+  isPlainF32,
   newOutput,
   unaryKernel,
 } from "./common.ts";
+import { cast } from "./copy.ts";
 import { type AttributesOf, recordOp, shouldRecord, shouldRecordOperands } from "../autograd/record.ts";
-import { type BinaryOpName, kernelCode, type OpName, type UnaryOpName } from "../core/op_table.ts";
+import {
+  type BinaryOpName,
+  DTYPE_RULES,
+  kernelCode,
+  type OpName,
+  OPS,
+  type UnaryOpName,
+} from "../core/op_table.ts";
 
 /** A tensor operand or a number (an F32 scalar). */
 export type Operand = Tensor | number;
@@ -62,9 +72,12 @@ function binarySaves(op: BinaryOpName, a: Tensor, b: Tensor): (Tensor | null)[] 
  * kernels such as reluBackward are not ops: their rules call `binaryKernel`).
  */
 function binary(op: BinaryOpName & OpName, x: Operand, y: Operand): Tensor {
-  // Both operands are checked before either scalar is allocated, so a refused call allocates nothing.
-  if (typeof x !== "number") checkF32Tensor(op, x);
-  if (typeof y !== "number") checkF32Tensor(op, y);
+  // The one dtype branch: integer and Bool operands go to `integerBinary`, and so does anything else, to be
+  // refused there with a typed error. Both operands are checked before either scalar is allocated, so a
+  // refused call allocates nothing.
+  if (!(typeof x === "number" || isPlainF32(x)) || !(typeof y === "number" || isPlainF32(y))) {
+    return integerBinary(op, x, y);
+  }
   const a = asTensor(x);
   const b = asTensor(y);
   const out = binaryKernel(op, kernelCode("binary", op), a, b);
@@ -79,8 +92,82 @@ function binary(op: BinaryOpName & OpName, x: Operand, y: Operand): Tensor {
   return recordOp(op, out, [a, b], { saved: binarySaves(op, a, b), owned: temporaries });
 }
 
+/** Whether `op` writes Bool, by its dtype rule. */
+function writesBool(op: BinaryOpName & OpName): boolean {
+  return DTYPE_RULES[OPS[op].dtypes].gives === "bool";
+}
+
 /**
- * a + b, broadcasting; either side may be a number.
+ * A number operand of an integer or Bool op as a rank-0 tensor of `dtype`: for a logical op, 1 when it is
+ * nonzero (NaN included) and 0 otherwise; else a whole number, which add, sub and mul wrap into the dtype
+ * as PyTorch does (`int8 + 300` adds 44) and which a comparison needs within the dtype's range (0 or 1 for
+ * Bool). Anything else is a `DTypeError`: zigtensor does not promote an integer tensor to float.
+ */
+function integerScalar(op: BinaryOpName & OpName, dtype: DType, value: number): Tensor {
+  const info = dtypeInfo(dtype);
+  const bits = dtype === DType.Bool ? 1 : 8 * info.blockBytes;
+  const signed = info.name.startsWith("I");
+  let v = value !== 0 ? 1n : 0n;
+  if (op !== "logicalAnd" && op !== "logicalOr" && op !== "logicalXor") {
+    if (!Number.isInteger(value)) {
+      throw new DTypeError(
+        op,
+        `${op} of a tensor of dtype ${info.name} and the number ${value}: a number with an integer or Bool tensor must ` +
+          "be whole (PyTorch would promote to float; cast() the tensor to F32 first)",
+      );
+    }
+    v = BigInt(value);
+    const wrapped = signed ? BigInt.asIntN(bits, v) : BigInt.asUintN(bits, v);
+    if (wrapped !== v && writesBool(op)) {
+      throw new DTypeError(
+        op,
+        `${op} of a tensor of dtype ${info.name} and ${value}, which is outside ${info.name}'s range; cast() the tensor ` +
+          "to a wider dtype first",
+      );
+    }
+    v = wrapped;
+  }
+  const t = allocate("scalar", [], dtype, false, { scoped: true });
+  const data = t.data() as { [index: number]: number | bigint };
+  data[0] = info.isBigInt ? v : Number(v);
+  return t;
+}
+
+/**
+ * A binary op whose operands are not plain F32 tensors or numbers: integer or Bool tensors (the op table's
+ * dtype rule says which ops take them) make one `binaryInt` kernel call, not differentiable; anything else is
+ * refused by `checkDTypes` with a typed error. Integer division is true division, F32 as PyTorch's: both
+ * sides cast to F32, then `div`.
+ */
+function integerBinary(op: BinaryOpName & OpName, x: Operand, y: Operand): Tensor {
+  const tensors = [x, y].filter((t): t is Tensor => typeof t !== "number");
+  const dtype = checkDTypes(op, tensors[0], tensors[1]);
+  if (op === "div") {
+    using a = typeof x === "number" ? null : cast(x, DType.F32);
+    using b = typeof y === "number" ? null : cast(y, DType.F32);
+    return div(a ?? x, b ?? y);
+  }
+  const a = typeof x === "number" ? integerScalar(op, dtype, x) : x;
+  using _a = a === x ? null : a;
+  const b = typeof y === "number" ? integerScalar(op, dtype, y) : y;
+  using _b = b === y ? null : b;
+  const shape = broadcastShapes(op, a.shape, b.shape);
+  const out = allocate(op, shape, writesBool(op) ? DType.Bool : dtype, false, { scoped: true });
+  kernels().binaryInt(
+    kernelCode("binary", op),
+    dtype,
+    shape,
+    freshOperand(out, op),
+    a.operand(op, broadcastStrides(a, shape, op)),
+    b.operand(op, broadcastStrides(b, shape, op)),
+    computeSettings(),
+  );
+  return out;
+}
+
+/**
+ * a + b, broadcasting; either side may be a number. F32, or one integer dtype on both sides (wrapping around
+ * as PyTorch; a number must then be whole, and takes the tensor's dtype).
  *
  * @example
  * ```ts
@@ -97,17 +184,28 @@ export function add(a: Operand, b: Operand): Tensor {
   return binary("add", a, b);
 }
 
-/** a − b, broadcasting. */
+/** a − b, broadcasting; F32 or integers (wrapping), as `add`. */
 export function sub(a: Operand, b: Operand): Tensor {
   return binary("sub", a, b);
 }
 
-/** a · b element-wise, broadcasting. */
+/** a · b element-wise, broadcasting; F32 or integers (wrapping), as `add`. */
 export function mul(a: Operand, b: Operand): Tensor {
   return binary("mul", a, b);
 }
 
-/** a / b, broadcasting. */
+/**
+ * a / b, broadcasting. Integer operands give PyTorch's true division: both sides cast to F32, an F32 result.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using counts = Tensor.from([7, -7], [2], { dtype: "int32" });
+ * using half = ops.div(counts, 2);
+ * assert.deepEqual(half.toNested(), [3.5, -3.5]);
+ * ```
+ */
 export function div(a: Operand, b: Operand): Tensor {
   return binary("div", a, b);
 }
@@ -127,7 +225,20 @@ export function pow(a: Operand, b: Operand): Tensor {
   return binary("pow", a, b);
 }
 
-/** a == b as Bool. */
+/**
+ * a == b as Bool. The comparisons take F32, integer (I8 … I64, U8 … U64) or Bool operands of one dtype, or a
+ * number (whole and within the dtype's range for an integer tensor, 0 or 1 for Bool).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using labels = Tensor.from([2, 0, 2], [3], { dtype: "int64" });
+ * using isTwo = ops.eq(labels, 2);
+ * using count = isTwo.sum();
+ * assert.ok(count.item() === 2n);
+ * ```
+ */
 export function eq(a: Operand, b: Operand): Tensor {
   return binary("eq", a, b);
 }
@@ -155,6 +266,53 @@ export function gt(a: Operand, b: Operand): Tensor {
 /** a >= b as Bool. */
 export function ge(a: Operand, b: Operand): Tensor {
   return binary("ge", a, b);
+}
+
+/**
+ * a AND b as Bool, every nonzero value (NaN included) true, as `torch.logical_and`: F32, integer or Bool
+ * operands of one dtype, or a number; broadcasting; not differentiable.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using valid = Tensor.from([true, true, false], [3], { dtype: "bool" });
+ * using labels = Tensor.from([3, 0, 1], [3], { dtype: "int32" });
+ * using known = ops.ne(labels, 0);
+ * using keep = ops.logicalAnd(valid, known);
+ * assert.deepEqual(keep.toNested(), [1, 0, 0]); // Bool reads as 0/1
+ * ```
+ */
+export function logicalAnd(a: Operand, b: Operand): Tensor {
+  return binary("logicalAnd", a, b);
+}
+
+/** a OR b as Bool, every nonzero value true (`torch.logical_or`); as `logicalAnd` otherwise. */
+export function logicalOr(a: Operand, b: Operand): Tensor {
+  return binary("logicalOr", a, b);
+}
+
+/** a XOR b as Bool, every nonzero value true (`torch.logical_xor`); as `logicalAnd` otherwise. */
+export function logicalXor(a: Operand, b: Operand): Tensor {
+  return binary("logicalXor", a, b);
+}
+
+/**
+ * NOT x as Bool: true where x is zero (`torch.logical_not`; NaN is nonzero, so false), for F32, integer and
+ * Bool tensors; computed as `eq(x, 0)`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using mask = Tensor.from([true, false], [2], { dtype: "bool" });
+ * using flipped = ops.logicalNot(mask);
+ * assert.deepEqual(flipped.toNested(), [0, 1]);
+ * ```
+ */
+export function logicalNot(x: Tensor): Tensor {
+  checkDTypes("logicalNot", x);
+  return eq(x, 0);
 }
 
 /** The unary ops of the op table that are one kernel call without options. */

@@ -9,6 +9,7 @@ export * from "./elementwise.ts";
 export { argmax, logSoftmax, max, mean, min, softmax, sum } from "./reduce.ts";
 export type { ReduceOptions } from "./reduce.ts";
 export { argmin, logsumexp, norm, prod, std, var } from "./reduce.ts";
+export { all, any } from "./reduce.ts";
 export type { NormOptions, VarOptions } from "./reduce.ts";
 export {
   cumsum,

@@ -14,8 +14,8 @@ import { allocateOutput, type Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { recordOp, shouldRecord } from "../autograd/record.ts";
 import { kernelCode, type ReduceOpName, type SoftmaxOpName } from "../core/op_table.ts";
-import { abs, add, div, exp, log, mul, sqrt, sub } from "./elementwise.ts";
-import { checkF32, newOutput } from "./common.ts";
+import { abs, add, div, exp, log, mul, ne, sqrt, sub } from "./elementwise.ts";
+import { checkDTypes, checkF32, isPlainF32, newOutput } from "./common.ts";
 import { reshape } from "./views.ts";
 
 /** Options of the reductions. */
@@ -76,7 +76,9 @@ export function reducedShape(shape: readonly number[], axes: readonly number[], 
 
 /**
  * One reduction kernel call: the kept axes in order, then the reduced ones, as the iteration order; `x`'s view
- * is checked (its operand made) before the output is allocated.
+ * is checked (its operand made) before the output is allocated. `reduce` for F32 input, `reduceInt` for
+ * integer and Bool input; the output has `dtype`. An empty max, min, argmax or argmin is a `TensorShapeError`,
+ * except with `emptyIdentity` (any and all: a Bool max or min, whose kernels give false and true over nothing).
  */
 function reduceKernel(
   op: string,
@@ -84,7 +86,8 @@ function reduceKernel(
   x: Tensor,
   axes: readonly number[],
   keepDims: boolean,
-  dtype: typeof DType.F32 | typeof DType.I64,
+  dtype: DType,
+  emptyIdentity = false,
 ): Tensor {
   const xShape = x.shape;
   const xStrides = x.strides;
@@ -101,7 +104,9 @@ function reduceKernel(
     strides.push(xStrides[axes[k]]);
     count *= xShape[axes[k]];
   }
-  if (count === 0 && kind !== ReduceOp.Sum && kind !== ReduceOp.Mean && kind !== ReduceOp.Prod) {
+  if (
+    count === 0 && kind !== ReduceOp.Sum && kind !== ReduceOp.Mean && kind !== ReduceOp.Prod && !emptyIdentity
+  ) {
     throw new TensorShapeError(op, `${op} over an empty axis of ${formatShape(xShape)} has no identity`, [
       xShape,
     ]);
@@ -116,7 +121,11 @@ function reduceKernel(
     outStrides = kept;
   }
   const compute = computeSnapshot();
-  compute.kernels.reduce(kind, shape, axes.length, out.operand(op, outStrides), input, compute);
+  if (x.dtype === DType.F32) {
+    compute.kernels.reduce(kind, shape, axes.length, out.operand(op, outStrides), input, compute);
+  } else {
+    compute.kernels.reduceInt(kind, x.dtype, shape, axes.length, out.operand(op, outStrides), input, compute);
+  }
   return out;
 }
 
@@ -126,10 +135,13 @@ function reduction(
   axis: number | readonly number[] | undefined,
   options: ReduceOptions | boolean | undefined,
 ): Tensor {
-  checkF32(op, x);
+  // Every reduction's rule takes F32: the common case skips the rule lookup.
+  const dtype = isPlainF32(x) ? DType.F32 : checkDTypes(op, x);
   const keepDims = keepDimsOf(op, options);
   const axes = reducedAxes(op, x, axis);
-  const out = reduceKernel(op, kernelCode("reduce", op), x, axes, keepDims, DType.F32);
+  // PyTorch's rule: an integer or Bool sum is I64; max and min keep the dtype.
+  const outDType = op === "sum" && dtype !== DType.F32 ? DType.I64 : dtype;
+  const out = reduceKernel(op, kernelCode("reduce", op), x, axes, keepDims, outDType);
   if (!shouldRecord(x)) return out;
   // Max, Min and Prod also save their input and output to route the gradient.
   return recordOp(op, out, [x], {
@@ -139,7 +151,8 @@ function reduction(
 }
 
 /**
- * The sum over `axis` (a number or an array; every axis by default), accumulated in f64.
+ * The sum over `axis` (a number or an array; every axis by default), accumulated in f64. An integer or Bool
+ * tensor's sum is I64 (PyTorch's rule), added with wrap-around in i64.
  *
  * @example
  * ```ts
@@ -162,7 +175,10 @@ export function sum(
   return reduction("sum", x, axis, options);
 }
 
-/** The mean over `axis` (every axis by default). */
+/**
+ * The mean over `axis` (every axis by default). F32 only: an integer mean is a `DTypeError`, as in PyTorch
+ * (cast() to F32 first).
+ */
 export function mean(
   x: Tensor,
   axis?: number | readonly number[],
@@ -171,7 +187,10 @@ export function mean(
   return reduction("mean", x, axis, options);
 }
 
-/** The maximum over `axis` (every axis by default); NaN wins. The gradient is shared among tied maxima. */
+/**
+ * The maximum over `axis` (every axis by default); NaN wins. The gradient is shared among tied maxima. Integer
+ * and Bool tensors keep their dtype (a Bool max is `any`).
+ */
 export function max(
   x: Tensor,
   axis?: number | readonly number[],
@@ -180,7 +199,10 @@ export function max(
   return reduction("max", x, axis, options);
 }
 
-/** The minimum over `axis` (every axis by default); NaN wins. The gradient is shared among tied minima. */
+/**
+ * The minimum over `axis` (every axis by default); NaN wins. The gradient is shared among tied minima. Integer
+ * and Bool tensors keep their dtype (a Bool min is `all`).
+ */
 export function min(
   x: Tensor,
   axis?: number | readonly number[],
@@ -189,12 +211,18 @@ export function min(
   return reduction("min", x, axis, options);
 }
 
-/** The I64 index of the first maximum along `axis` (a NaN wins at its first occurrence). */
+/**
+ * The I64 index of the first maximum along `axis` (a NaN wins at its first occurrence), for F32 and integer
+ * tensors (not Bool, as PyTorch).
+ */
 export function argmax(x: Tensor, axis: number, options?: ReduceOptions | boolean): Tensor {
   return argReduction("argmax", x, axis, options);
 }
 
-/** The I64 index of the first minimum along `axis` (a NaN wins at its first occurrence), as `torch.argmin`. */
+/**
+ * The I64 index of the first minimum along `axis` (a NaN wins at its first occurrence), as `torch.argmin`, for
+ * F32 and integer tensors.
+ */
 export function argmin(x: Tensor, axis: number, options?: ReduceOptions | boolean): Tensor {
   return argReduction("argmin", x, axis, options);
 }
@@ -205,7 +233,7 @@ function argReduction(
   axis: number,
   options: ReduceOptions | boolean | undefined,
 ): Tensor {
-  checkF32(op, x);
+  if (!isPlainF32(x)) checkDTypes(op, x);
   const keepDims = keepDimsOf(op, options);
   return reduceKernel(
     op,
@@ -215,6 +243,53 @@ function argReduction(
     keepDims,
     DType.I64,
   );
+}
+
+/** `any` or `all`: x ≠ 0 as Bool (x itself when Bool), then the Bool max or min, which has an identity. */
+function anyAll(
+  op: "any" | "all",
+  x: Tensor,
+  axis: number | readonly number[] | undefined,
+  options: ReduceOptions | boolean | undefined,
+): Tensor {
+  const dtype = checkDTypes(op, x);
+  const keepDims = keepDimsOf(op, options);
+  const axes = reducedAxes(op, x, axis);
+  using nonzero = dtype === DType.Bool ? null : ne(x, 0);
+  const kind = op === "any" ? ReduceOp.Max : ReduceOp.Min;
+  return reduceKernel(op, kind, nonzero ?? x, axes, keepDims, DType.Bool, true);
+}
+
+/**
+ * Whether any element over `axis` (every axis by default) is nonzero (true, for Bool; NaN counts), as Bool:
+ * `torch.any`. False over an empty axis.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ops, Tensor } from "@zigtensor/zigtensor";
+ * using mask = Tensor.from([[true, false], [false, false]], [2, 2], { dtype: "bool" });
+ * using rows = ops.any(mask, 1);
+ * using all = mask.all();
+ * assert.deepEqual(rows.toNested(), [1, 0]);
+ * assert.equal(all.item(), 0);
+ * ```
+ */
+export function any(
+  x: Tensor,
+  axis?: number | readonly number[],
+  options?: ReduceOptions | boolean,
+): Tensor {
+  return anyAll("any", x, axis, options);
+}
+
+/** Whether every element over `axis` (every axis by default) is nonzero, as Bool: `torch.all`. True over an empty axis. */
+export function all(
+  x: Tensor,
+  axis?: number | readonly number[],
+  options?: ReduceOptions | boolean,
+): Tensor {
+  return anyAll("all", x, axis, options);
 }
 
 // --- reductions added with issue 12: prod, and compositions of the native reductions ---

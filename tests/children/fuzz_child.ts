@@ -97,6 +97,31 @@ const DTYPES = [
   DType.BF16,
 ];
 
+/** The integer and Bool dtypes, with whether each is signed. */
+const INTEGER_DTYPES: readonly [DType, boolean][] = [
+  [DType.I8, true],
+  [DType.I16, true],
+  [DType.I32, true],
+  [DType.I64, true],
+  [DType.U8, false],
+  [DType.U16, false],
+  [DType.U32, false],
+  [DType.U64, false],
+  [DType.Bool, false],
+];
+
+/** A random integer or Bool tensor of `shape` (values around 0, and the dtype's ends), as a random view. */
+function integerTensor(rng: Rng, dtype: DType, signed: boolean, shape: number[]): Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const big = dtype === DType.I64 || dtype === DType.U64;
+  const values = Array.from(
+    { length: n },
+    () => rng.int(dtype === DType.Bool ? 2 : 256) - (signed ? 128 : 0),
+  );
+  const t = big ? Tensor.from(values.map(BigInt), shape, { dtype }) : Tensor.from(values, shape, { dtype });
+  return t.rank > 0 && rng.chance(0.3) ? t.flip(rng.int(t.rank)) : t;
+}
+
 function weird(rng: Rng): unknown {
   return rng.pick(WEIRD);
 }
@@ -291,6 +316,8 @@ const CALLS: Record<string, Call> = {
       ops.eq,
       ops.lt,
       ops.ge,
+      ops.logicalAnd,
+      ops.logicalXor,
     ]);
     return f(a, b as never);
   },
@@ -347,7 +374,7 @@ const CALLS: Record<string, Call> = {
   },
   reduce: (r) => {
     const t = randomTensor(r, r.chance(0.9) ? DType.F32 : undefined);
-    const f = r.pick(["sum", "mean", "max", "min"] as const);
+    const f = r.pick(["sum", "mean", "max", "min", "any", "all"] as const);
     const axis = r.chance(0.3) ? undefined : r.chance(0.8) ? smallOr(r, t.rank + 1) : weird(r);
     const options = r.chance(0.4)
       ? undefined
@@ -357,6 +384,52 @@ const CALLS: Record<string, Call> = {
     return ops[f](t, axis as never, options as never);
   },
   argmax: (r) => ops.argmax(randomTensor(r, DType.F32), smallOr(r, 3) as number, r.chance(0.5) as never),
+  // Issue 12: integer and Bool tensors in the element-wise, logical and reduction ops, with numbers (whole,
+  // fractional, out of range, weird) and operands of another dtype.
+  integer: (r) => {
+    const [dtype, signed] = r.pick(INTEGER_DTYPES);
+    const shape = randomShape(r, 3);
+    const a = integerTensor(r, dtype, signed, shape);
+    const other = r.chance(0.85) ? [dtype, signed] as const : r.pick(INTEGER_DTYPES);
+    const b = r.chance(0.3) ? (r.chance(0.7) ? r.int(300) - 150 : weird(r)) : integerTensor(
+      r,
+      other[0],
+      other[1],
+      r.chance(0.8) ? shape.slice(r.int(shape.length + 1)) : randomShape(r, 3),
+    );
+    const binary = [
+      ops.add,
+      ops.sub,
+      ops.mul,
+      ops.div,
+      ops.pow,
+      ops.eq,
+      ops.ne,
+      ops.lt,
+      ops.le,
+      ops.gt,
+      ops.ge,
+      ops.logicalAnd,
+      ops.logicalOr,
+      ops.logicalXor,
+    ];
+    const reductions = ["sum", "mean", "max", "min", "any", "all"] as const;
+    const pick = r.int(binary.length + reductions.length + 3);
+    if (pick < binary.length) {
+      return r.chance(0.8) ? binary[pick](a, b as never) : binary[pick](b as never, a);
+    }
+    const axis = r.chance(0.3) ? undefined : r.chance(0.8) ? smallOr(r, a.rank + 1) : weird(r);
+    const options = r.chance(0.5)
+      ? undefined
+      : r.chance(0.3)
+      ? r.chance(0.5)
+      : randomOptions(r, ["keepDims"]);
+    if (pick < binary.length + reductions.length) {
+      return ops[reductions[pick - binary.length]](a, axis as never, options as never);
+    }
+    if (pick === binary.length + reductions.length) return ops.logicalNot(a);
+    return (r.chance(0.5) ? ops.argmax : ops.argmin)(a, smallOr(r, a.rank) as number, options as never);
+  },
   softmax: (r) => ops.softmax(randomTensor(r, DType.F32), smallOr(r, 3) as number),
   logSoftmax: (r) => ops.logSoftmax(randomTensor(r, DType.F32), smallOr(r, 3) as number),
   matmul: (r) => {

@@ -148,15 +148,22 @@ export const EDGE_SIZES: readonly number[] = [
   129,
 ];
 
-/** Element types of the storages: f32 data, Bool bytes, Int32 indices, I64 argmax results, 2-byte elements. */
-export type ElementType = "f32" | "u8" | "i32" | "i64" | "u16";
+/**
+ * Element types of the storages: f32 data, Bool bytes, Int32 indices and I64 argmax results, and every other
+ * integer type for the integer kernels.
+ */
+export type ElementType = "f32" | "u8" | "i32" | "i64" | "i8" | "i16" | "u16" | "u32" | "u64";
 
 const ARRAYS = {
   f32: Float32Array,
   u8: Uint8Array,
   i32: Int32Array,
   i64: BigInt64Array,
+  i8: Int8Array,
+  i16: Int16Array,
   u16: Uint16Array,
+  u32: Uint32Array,
+  u64: BigUint64Array,
 } as const;
 
 /** An offset and strides into a storage of `elements` elements. */
@@ -321,11 +328,9 @@ export class OperandPool {
 }
 
 function typeOf(data: KernelOperand["data"]): ElementType {
-  if (data instanceof Float32Array) return "f32";
-  if (data instanceof Int32Array) return "i32";
-  if (data instanceof BigInt64Array) return "i64";
-  if (data instanceof Uint16Array) return "u16";
-  return "u8";
+  const found = (Object.keys(ARRAYS) as ElementType[]).find((type) => data.constructor === ARRAYS[type]);
+  if (found === undefined) throw new Error(`no element type for ${data.constructor.name}`);
+  return found;
 }
 
 /** Kinds of f32 data: `mixed` adds specials (NaN, ±∞, ±0, subnormals, huge) to uniform values. */

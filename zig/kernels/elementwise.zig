@@ -5,7 +5,7 @@
 //! variant is compiled for). Rows whose output steps by one and whose inputs step by one or zero (a
 //! broadcast) run in vectors loaded straight from memory; other rows gather a vector's worth of elements,
 //! compute the same vector function and scatter the results, so an element's value never depends on where
-//! it sits. `+ − × ÷`, max, min and the comparisons are single IEEE f32 operations, bitwise equal to the
+//! it sits. `+ − × ÷`, max, min, the comparisons and the logical ops are single IEEE f32 operations, bitwise equal to the
 //! TypeScript reference in both modes; pow is `math.pow` in f64 rounded once in exact mode and `math.powFast`
 //! in fast mode.
 //!
@@ -89,7 +89,7 @@ pub inline fn scatter(comptime T: type, p: [*]T, stride: isize, count: usize, v:
 }
 
 /// Loads `lanes` elements at `p[i..]` when `stride` is 1, or splats `p[0]` when it is 0.
-pub inline fn loadOrSplat(p: [*]const f32, stride: isize, i: usize) V {
+pub inline fn loadOrSplat(comptime T: type, p: [*]const T, stride: isize, i: usize) @Vector(lanes, T) {
     return if (stride == 0) @splat(p[0]) else p[i..][0..lanes].*;
 }
 
@@ -205,19 +205,32 @@ inline fn minV(x: V, y: V) V {
     return @select(f32, x != x, x, @select(f32, y != y, y, r));
 }
 
-inline fn boolBytes(mask: @Vector(lanes, bool)) @Vector(lanes, u8) {
+pub inline fn boolBytes(mask: @Vector(lanes, bool)) @Vector(lanes, u8) {
     return @select(u8, mask, @as(@Vector(lanes, u8), @splat(1)), @as(@Vector(lanes, u8), @splat(0)));
 }
 
-fn Output(comptime op: BinaryOp) type {
-    return if (op.writesBool()) u8 else f32;
+/// How an element of type `T` is stored: Bool as one byte (any nonzero byte reads as true), the others as
+/// themselves. The binary kernel is written once over `T`: f32 here, the integers and Bool in `integer.zig`.
+pub fn Storage(comptime T: type) type {
+    return if (T == bool) u8 else T;
 }
 
-inline fn applyBinary(comptime op: BinaryOp, comptime exact: bool, x: V, y: V) @Vector(lanes, Output(op)) {
+fn Output(comptime T: type, comptime op: BinaryOp) type {
+    return if (op.writesBool()) u8 else Storage(T);
+}
+
+/// `op` on one vector of each operand. Integers wrap (two's complement, as PyTorch); Bool operands are
+/// compared as 0/1; the logical ops treat every nonzero value (NaN included) as true.
+inline fn applyBinary(comptime T: type, comptime op: BinaryOp, comptime exact: bool, x_in: @Vector(lanes, Storage(T)), y_in: @Vector(lanes, Storage(T))) @Vector(lanes, Output(T, op)) {
+    const S = Storage(T);
+    const zero: @Vector(lanes, S) = @splat(0);
+    const x = if (T == bool) boolBytes(x_in != zero) else x_in;
+    const y = if (T == bool) boolBytes(y_in != zero) else y_in;
+    const int = @typeInfo(T) == .int;
     return switch (op) {
-        .add => x + y,
-        .sub => x - y,
-        .mul => x * y,
+        .add => if (int) x +% y else x + y,
+        .sub => if (int) x -% y else x - y,
+        .mul => if (int) x *% y else x * y,
         .div => x / y,
         .max => maxV(x, y),
         .min => minV(x, y),
@@ -228,6 +241,9 @@ inline fn applyBinary(comptime op: BinaryOp, comptime exact: bool, x: V, y: V) @
         .le => boolBytes(x <= y),
         .gt => boolBytes(x > y),
         .ge => boolBytes(x >= y),
+        .logical_and => boolBytes(x != zero) & boolBytes(y != zero),
+        .logical_or => boolBytes(x != zero) | boolBytes(y != zero),
+        .logical_xor => boolBytes(x != zero) ^ boolBytes(y != zero),
         // The ReLU rule: the gradient x where the saved output y is not ≤ 0 (a NaN output passes it), else +0.
         .relu_backward => @select(f32, y <= @as(V, @splat(0)), @as(V, @splat(0)), x),
         .gelu_grad => geluGrad(x, y),
@@ -254,34 +270,35 @@ inline fn powExact(x: V, y: V) V {
     return @floatCast(math.powV(lanes, @floatCast(x), @floatCast(y)));
 }
 
-fn BinarySpan(comptime op: BinaryOp, comptime exact: bool) type {
-    const Out = Output(op);
+fn BinarySpan(comptime T: type, comptime op: BinaryOp, comptime exact: bool) type {
+    const S = Storage(T);
+    const Out = Output(T, op);
     return struct {
         out: [*]Out,
-        a: [*]const f32,
-        b: [*]const f32,
+        a: [*]const S,
+        b: [*]const S,
         inner: [3]isize,
 
         pub fn span(self: *const @This(), offsets: [3]isize, begin: usize, end: usize) void {
             const s = self.inner;
             const b_at: isize = @intCast(begin);
             const out = at([*]Out, self.out, offsets[0] + b_at * s[0]);
-            const a = at([*]const f32, self.a, offsets[1] + b_at * s[1]);
-            const b = at([*]const f32, self.b, offsets[2] + b_at * s[2]);
+            const a = at([*]const S, self.a, offsets[1] + b_at * s[1]);
+            const b = at([*]const S, self.b, offsets[2] + b_at * s[2]);
             const n = end - begin;
             var i: usize = 0;
             if (s[0] == 1 and (s[1] == 1 or s[1] == 0) and (s[2] == 1 or s[2] == 0)) {
                 while (i + lanes <= n) : (i += lanes) {
-                    out[i..][0..lanes].* = applyBinary(op, exact, loadOrSplat(a, s[1], i), loadOrSplat(b, s[2], i));
+                    out[i..][0..lanes].* = applyBinary(T, op, exact, loadOrSplat(S, a, s[1], i), loadOrSplat(S, b, s[2], i));
                 }
             }
             // The strided path, and the tail of the contiguous one: the same vector function on gathered lanes.
             while (i < n) : (i += lanes) {
                 const count = @min(lanes, n - i);
                 const ii: isize = @intCast(i);
-                const x = gather(f32, at([*]const f32, a, ii * s[1]), s[1], count, 1);
-                const y = gather(f32, at([*]const f32, b, ii * s[2]), s[2], count, 1);
-                scatter(Out, at([*]Out, out, ii * s[0]), s[0], count, applyBinary(op, exact, x, y));
+                const x = gather(S, at([*]const S, a, ii * s[1]), s[1], count, 1);
+                const y = gather(S, at([*]const S, b, ii * s[2]), s[2], count, 1);
+                scatter(Out, at([*]Out, out, ii * s[0]), s[0], count, applyBinary(T, op, exact, x, y));
             }
         }
     };
@@ -291,20 +308,23 @@ fn BinarySpan(comptime op: BinaryOp, comptime exact: bool) type {
 /// offset and strides count those bytes. Assumes the caller validated the shape and strides.
 pub fn binaryF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, b: [*]const u8) callconv(.c) void {
     std.debug.assert(args.op >= 0 and args.op < @typeInfo(BinaryOp).@"enum".fields.len);
-    const rows = Rows(3).init(args.shapeSlice(), .{ &args.operands[0], &args.operands[1], &args.operands[2] });
+    // Inlined here as it was while this was its only caller: `integer.zig` calls it too, and an outlined
+    // `init` (a call and a copy of the result) costs a 16-element add about 7 % in Bun.
+    const rows = @call(.always_inline, Rows(3).init, .{ args.shapeSlice(), .{ &args.operands[0], &args.operands[1], &args.operands[2] } });
     switch (@as(BinaryOp, @enumFromInt(args.op))) {
         inline else => |op| {
             if (op == .pow and isExact(args)) {
-                runBinary(op, true, rt, args, &rows, out, a, b);
+                runBinary(f32, op, true, rt, args, &rows, out, a, b);
             } else {
-                runBinary(op, false, rt, args, &rows, out, a, b);
+                runBinary(f32, op, false, rt, args, &rows, out, a, b);
             }
         },
     }
 }
 
-fn runBinary(comptime op: BinaryOp, comptime exact: bool, rt: *const table.Runtime, args: *const abi.ArgBlock, rows: *const Rows(3), out: [*]u8, a: [*]const u8, b: [*]const u8) void {
-    const visit: BinarySpan(op, exact) = .{
+/// Runs `op` over elements of type `T` (see `Storage`) on the thread pool.
+pub fn runBinary(comptime T: type, comptime op: BinaryOp, comptime exact: bool, rt: *const table.Runtime, args: *const abi.ArgBlock, rows: *const Rows(3), out: [*]u8, a: [*]const u8, b: [*]const u8) void {
+    const visit: BinarySpan(T, op, exact) = .{
         .out = @ptrCast(@alignCast(out)),
         .a = @ptrCast(@alignCast(a)),
         .b = @ptrCast(@alignCast(b)),

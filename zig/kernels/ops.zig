@@ -1,7 +1,7 @@
 //! Generated from the op table (src/core/op_table.ts) by scripts/gen_ops.ts; do not edit.
 //! tests/op_table.test.ts fails while this file differs from what the table generates.
 
-/// The `binary` kernels (`zt_binary_f32`), by the codes of the op table.
+/// The `binary` kernels (`zt_binary_f32`, and `zt_binary_int` for integer and Bool tensors), by the codes of the op table.
 pub const BinaryOp = enum(i32) {
     add = 0, // ops.add
     sub = 1, // ops.sub
@@ -16,13 +16,16 @@ pub const BinaryOp = enum(i32) {
     le = 10, // ops.le
     gt = 11, // ops.gt
     ge = 12, // ops.ge
-    relu_backward = 13, // ops.reluBackward
-    gelu_grad = 14, // ops.geluGrad
+    logical_and = 13, // ops.logicalAnd
+    logical_or = 14, // ops.logicalOr
+    logical_xor = 15, // ops.logicalXor
+    relu_backward = 16, // ops.reluBackward
+    gelu_grad = 17, // ops.geluGrad
 
-    /// Whether the op writes Bool (0/1 bytes): its dtype rule is `f32->bool`.
+    /// Whether the op writes Bool (0/1 bytes): its dtype rule ends in `->bool`.
     pub fn writesBool(op: BinaryOp) bool {
         return switch (op) {
-            .eq, .ne, .lt, .le, .gt, .ge => true,
+            .eq, .ne, .lt, .le, .gt, .ge, .logical_and, .logical_or, .logical_xor => true,
             else => false,
         };
     }
@@ -54,7 +57,7 @@ pub const UnaryOp = enum(i32) {
     gelu_erf = 21, // ops.gelu
 };
 
-/// The `reduce` kernels (`zt_reduce_f32`), by the codes of the op table.
+/// The `reduce` kernels (`zt_reduce_f32`, and `zt_reduce_int` for integer and Bool tensors), by the codes of the op table.
 pub const ReduceOp = enum(i32) {
     sum = 0, // ops.sum
     mean = 1, // ops.mean
@@ -64,7 +67,7 @@ pub const ReduceOp = enum(i32) {
     arg_min = 5, // ops.argmin
     prod = 6, // ops.prod
 
-    /// Whether the op writes I64 indices: its dtype rule is `f32->i64`.
+    /// Whether the op writes I64 indices: its dtype rule ends in `->i64`.
     pub fn writesI64(op: ReduceOp) bool {
         return switch (op) {
             .arg_max, .arg_min => true,

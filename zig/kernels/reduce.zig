@@ -361,29 +361,45 @@ fn ReduceSpan(comptime op: ReduceOp, comptime exact: bool) type {
     };
 }
 
+/// The rows of a reduction, from the argument block: `inner` walks one output's reduced elements (from
+/// offset 0 of the input), `outer` the outputs (operands 0 and 1 over the kept axes); `count` elements each.
+pub const Shape = struct {
+    inner: Rows(1),
+    outer: Rows(2),
+    count: usize,
+
+    pub fn of(args: *const abi.ArgBlock) Shape {
+        std.debug.assert(args.op >= 0 and args.op < @typeInfo(ReduceOp).@"enum".fields.len);
+        const rank: usize = @intCast(args.rank);
+        const reduced: usize = @intCast(args.ints[0]);
+        std.debug.assert(reduced <= rank);
+        const kept = rank - reduced;
+        const shape = args.shapeSlice();
+        var inner_operand: abi.Operand = .{ .offset = 0, .strides = @splat(0) };
+        @memcpy(inner_operand.strides[0..reduced], args.operands[1].strides[kept..rank]);
+        var count: usize = 1;
+        for (shape[kept..]) |extent| count *= @intCast(extent);
+        return .{
+            .inner = Rows(1).init(shape[kept..], .{&inner_operand}),
+            .outer = Rows(2).init(shape[0..kept], .{ &args.operands[0], &args.operands[1] }),
+            .count = count,
+        };
+    }
+};
+
 /// `zt_reduce_f32`: reduces the trailing `args.ints[0]` axes of `args.shape`, `args.op` a `ReduceOp`
 /// (argmax writes i64). Assumes a validated shape, and a non-empty reduction for max, min and argmax.
 pub fn reduceF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8) callconv(.c) void {
-    std.debug.assert(args.op >= 0 and args.op < @typeInfo(ReduceOp).@"enum".fields.len);
-    const rank: usize = @intCast(args.rank);
-    const reduced: usize = @intCast(args.ints[0]);
-    std.debug.assert(reduced <= rank);
-    const kept = rank - reduced;
-    const shape = args.shapeSlice();
-    var inner_operand: abi.Operand = .{ .offset = 0, .strides = @splat(0) };
-    @memcpy(inner_operand.strides[0..reduced], args.operands[1].strides[kept..rank]);
-    const inner_rows = Rows(1).init(shape[kept..], .{&inner_operand});
-    var count: usize = 1;
-    for (shape[kept..]) |extent| count *= @intCast(extent);
-    const inner: Inner = .{ .rows = &inner_rows, .len = inner_rows.rowLength(), .stride = inner_rows.innerStrides()[0], .count = count };
-    std.debug.assert(count > 0 or args.op <= @intFromEnum(ReduceOp.mean) or args.op == @intFromEnum(ReduceOp.prod));
-    const outer = Rows(2).init(shape[0..kept], .{ &args.operands[0], &args.operands[1] });
+    const shape = Shape.of(args);
+    const inner: Inner = .{ .rows = &shape.inner, .len = shape.inner.rowLength(), .stride = shape.inner.innerStrides()[0], .count = shape.count };
+    std.debug.assert(shape.count > 0 or args.op <= @intFromEnum(ReduceOp.mean) or args.op == @intFromEnum(ReduceOp.prod));
+    const outer = &shape.outer;
     switch (@as(ReduceOp, @enumFromInt(args.op))) {
         inline else => |op| {
             if (op == .sum or op == .mean) {
-                if (ew.isExact(args)) runReduce(op, true, rt, args, &outer, &inner, out, a) else runReduce(op, false, rt, args, &outer, &inner, out, a);
+                if (ew.isExact(args)) runReduce(op, true, rt, args, outer, &inner, out, a) else runReduce(op, false, rt, args, outer, &inner, out, a);
             } else {
-                runReduce(op, true, rt, args, &outer, &inner, out, a);
+                runReduce(op, true, rt, args, outer, &inner, out, a);
             }
         },
     }

@@ -28,4 +28,5 @@ pub const KernelTable = extern struct {
     rnn: @import("rnn.zig").Table,
     select: @import("select.zig").Table,
     norm: @import("norm.zig").Table,
+    integer: @import("integer.zig").Table,
 };
