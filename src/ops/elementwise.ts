@@ -140,6 +140,9 @@ function integerScalar(op: BinaryOpName & OpName, dtype: DType, value: number): 
  * sides cast to F32, then `div`.
  */
 function integerBinary(op: BinaryOpName & OpName, x: Operand, y: Operand): Tensor {
+  // Anything but a number or a live tensor (undefined, a string, a released tensor) is refused here, typed.
+  if (typeof x !== "number") checkTensor(op, "an operand", x);
+  if (typeof y !== "number") checkTensor(op, "an operand", y);
   const tensors = [x, y].filter((t): t is Tensor => typeof t !== "number");
   const dtype = checkDTypes(op, tensors[0], tensors[1]);
   if (op === "div") {
