@@ -1,8 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { kernelInfo } from "../src/native/kernel_info.ts";
 import { type ConvConformanceReport, runConvConformance } from "./helpers/conv_operands.ts";
-import { runChild } from "./helpers/subprocess.ts";
+import { isaReports } from "./helpers/subprocess.ts";
 import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "../src/kernels/conv.ts";
 import type { ConvWindowParams } from "../src/kernels/conv.ts";
 import { contiguousView, fillF32, OperandPool, Rng } from "./helpers/operands.ts";
@@ -14,14 +13,11 @@ test("native im2col and col2im equal the reference exactly over random geometrie
 });
 
 test("every variant the host runs passes the im2col/col2im conformance when forced with ZIGTENSOR_ISA", () => {
-  const info = kernelInfo();
-  const runnable = info.variants.filter((isa) => info.supported.includes(isa));
-  assert.ok(runnable.length >= 1);
-  for (const isa of runnable) {
-    const child = runChild(new URL("./children/conv_child.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
-    assert.equal(child.status, 0, child.stderr);
-    const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!) as ConvConformanceReport;
-    assert.equal(report.isa, isa);
+  for (
+    const { report } of isaReports<ConvConformanceReport>(
+      new URL("./children/conv_child.ts", import.meta.url),
+    )
+  ) {
     assert.equal(report.cases, 30 * 2 * 4);
     assert.deepEqual(report.failures, []);
   }

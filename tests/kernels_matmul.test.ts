@@ -1,6 +1,5 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { kernelInfo } from "../src/native/kernel_info.ts";
 import { fastMatMulBound, nativeMatMul, referenceMatMul } from "../src/kernels/matmul.ts";
 import {
   type ConformanceReport,
@@ -12,7 +11,7 @@ import {
   runConformance,
 } from "./helpers/matmul_operands.ts";
 import { Rng } from "./helpers/operands.ts";
-import { runChild } from "./helpers/subprocess.ts";
+import { isaReports } from "./helpers/subprocess.ts";
 
 function assertClean(report: ConformanceReport): void {
   assert.deepEqual(report.failures, [], `${report.isa}: ${JSON.stringify(report.failures, null, 1)}`);
@@ -27,14 +26,9 @@ test("native matmul equals the reference bit for bit in exact mode and within th
 });
 
 test("every variant the host runs passes the matmul conformance when forced with ZIGTENSOR_ISA", () => {
-  const info = kernelInfo();
-  const runnable = info.variants.filter((isa) => info.supported.includes(isa));
-  assert.ok(runnable.length >= 1);
-  for (const isa of runnable) {
-    const child = runChild(new URL("./children/matmul_child.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
-    assert.equal(child.status, 0, child.stderr);
-    const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!) as ConformanceReport;
-    assert.equal(report.isa, isa);
+  for (
+    const { report } of isaReports<ConformanceReport>(new URL("./children/matmul_child.ts", import.meta.url))
+  ) {
     assert.equal(report.cases, 45);
     assertClean(report);
   }

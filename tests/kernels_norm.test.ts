@@ -1,8 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { kernelInfo } from "../src/native/kernel_info.ts";
 import { type NormConformanceReport, runNormConformance } from "./helpers/norm_conformance.ts";
-import { runChild } from "./helpers/subprocess.ts";
+import { isaReports } from "./helpers/subprocess.ts";
 import {
   layerNormParams,
   nativeNorm,
@@ -22,14 +21,11 @@ test("native layer and batch norm forward and backward equal the reference over 
 });
 
 test("every variant the host runs passes the normalization conformance when forced with ZIGTENSOR_ISA", () => {
-  const info = kernelInfo();
-  const runnable = info.variants.filter((isa) => info.supported.includes(isa));
-  assert.ok(runnable.length >= 1);
-  for (const isa of runnable) {
-    const child = runChild(new URL("./children/norm_child.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
-    assert.equal(child.status, 0, child.stderr);
-    const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!) as NormConformanceReport;
-    assert.equal(report.isa, isa);
+  for (
+    const { report } of isaReports<NormConformanceReport>(
+      new URL("./children/norm_child.ts", import.meta.url),
+    )
+  ) {
     assert.equal(report.cases, 40 * 4);
     assert.deepEqual(report.failures, []);
   }

@@ -11,8 +11,7 @@ import {
   f32ToBf16Bits,
   f32ToF16Bits,
 } from "../src/core/convert.ts";
-import { kernelInfo } from "../src/native/kernel_info.ts";
-import { runChild } from "./helpers/subprocess.ts";
+import { isaReports } from "./helpers/subprocess.ts";
 import { decodeBf16, decodeF16, stressPatterns } from "./helpers/movement_operands.ts";
 import { Rng } from "./helpers/operands.ts";
 
@@ -157,16 +156,7 @@ test("hand-picked conversions from the rules of spec 000 section 10", () => {
 });
 
 test("every host variant's bulk f16 and bf16 conversions equal the TypeScript rules bit for bit", () => {
-  const info = kernelInfo();
-  const runnable = info.variants.filter((isa) => info.supported.includes(isa));
-  assert.ok(runnable.length >= 1);
-  for (const isa of runnable) {
-    const child = runChild(new URL("./children/movement_child.ts", import.meta.url), {
-      ZIGTENSOR_ISA: isa,
-    });
-    assert.equal(child.status, 0, child.stderr);
-    const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!);
-    assert.equal(report.isa, isa);
+  for (const { isa, report } of isaReports(new URL("./children/movement_child.ts", import.meta.url))) {
     assert.ok(Object.keys(report.mismatches).length === 8, JSON.stringify(report));
     for (const [name, count] of Object.entries(report.mismatches)) assert.equal(count, 0, `${isa} ${name}`);
   }

@@ -3,21 +3,13 @@
 // across variants and thread counts; the targets read and checked natively by ctcLoss.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { kernelInfo } from "../src/native/kernel_info.ts";
-import { runChild } from "./helpers/subprocess.ts";
+import { isaReports } from "./helpers/subprocess.ts";
 import { ctcConformanceRun } from "./helpers/ctc_conformance.ts";
 import { ActivationScope, DType, ops, Tensor, TensorCompute, TensorShapeError } from "../mod.ts";
 
-const info = kernelInfo();
-const runnable = info.variants.filter((isa) => info.supported.includes(isa));
-
 test("the CTC kernel matches the reference under every variant the host runs, with the same bits in each", () => {
   const hashes = new Map<string, number>();
-  for (const isa of runnable) {
-    const child = runChild(new URL("./children/ctc_child.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
-    assert.equal(child.status, 0, child.stderr);
-    const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!);
-    assert.equal(report.isa, isa);
+  for (const { isa, report } of isaReports(new URL("./children/ctc_child.ts", import.meta.url))) {
     assert.deepEqual(report.failures, [], isa);
     assert.equal(report.cases, 2 * 60);
     assert.ok(report.elements > 2_000, `${isa}: ${report.elements} elements`);

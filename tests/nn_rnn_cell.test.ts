@@ -4,21 +4,13 @@
 // composition of element-wise kernels it replaces.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { kernelInfo } from "../src/native/kernel_info.ts";
-import { runChild } from "./helpers/subprocess.ts";
+import { isaReports } from "./helpers/subprocess.ts";
 import { RNN_EXACT_BOUND, RNN_FAST_BOUND, rnnConformanceRun } from "./helpers/rnn_conformance.ts";
 import { ActivationScope, ops, Tensor, TensorCompute } from "../mod.ts";
 
-const info = kernelInfo();
-const runnable = info.variants.filter((isa) => info.supported.includes(isa));
-
 test("the cell kernel matches the reference under every variant the host runs, with the same bits in each", () => {
   const hashes = new Map<string, number>();
-  for (const isa of runnable) {
-    const child = runChild(new URL("./children/rnn_child.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
-    assert.equal(child.status, 0, child.stderr);
-    const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!);
-    assert.equal(report.isa, isa);
+  for (const { isa, report } of isaReports(new URL("./children/rnn_child.ts", import.meta.url))) {
     assert.deepEqual(report.failures, [], isa);
     assert.equal(report.cases, 80);
     assert.ok(report.elements > 20_000, `${isa}: ${report.elements} elements`);

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { kernelInfo } from "../src/native/kernel_info.ts";
-import { runChild } from "./helpers/subprocess.ts";
+import { isaReports } from "./helpers/subprocess.ts";
 import { gradCases } from "./helpers/op_registry.ts";
 
 const info = kernelInfo();
@@ -15,13 +15,7 @@ const registered = Object.values(gradCases).reduce((n, list) => n + list.length,
 
 test("every op of the registry conforms under every variant the host runs, with 1 to 4 threads", () => {
   assert.ok(runnable.length >= 1);
-  for (const isa of runnable) {
-    const child = runChild(new URL("./children/op_conformance_child.ts", import.meta.url), {
-      ZIGTENSOR_ISA: isa,
-    });
-    assert.equal(child.status, 0, child.stderr);
-    const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!);
-    assert.equal(report.isa, isa);
+  for (const { isa, report } of isaReports(new URL("./children/op_conformance_child.ts", import.meta.url))) {
     assert.deepEqual(report.failures, [], isa);
     assert.equal(report.cases, registered, `${isa}: every registered case ran`);
     assert.ok(report.elements > 500, `${isa}: ${report.elements} elements`);

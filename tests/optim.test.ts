@@ -4,11 +4,11 @@
 // every ISA variant the host runs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { GradMode, kernelInfo, optim, referenceKernels, Tensor, TensorCompute } from "../mod.ts";
+import { GradMode, optim, referenceKernels, Tensor, TensorCompute } from "../mod.ts";
 import { assertClose } from "./helpers/f64.ts";
 import { expected, fixture, tensorOf, type TensorSpec } from "./helpers/nn_fixtures.ts";
 import { optimConformanceRun } from "./helpers/optim_conformance.ts";
-import { runChild } from "./helpers/subprocess.ts";
+import { isaReports } from "./helpers/subprocess.ts";
 
 interface Trajectory {
   name: "SGD" | "Adam" | "AdamW" | "RMSprop";
@@ -150,14 +150,8 @@ test("the native optimizer kernel gives the reference's bits (this ISA, both mod
 });
 
 test("every ISA variant the host runs gives the same exact-mode optimizer bits", { timeout: 120_000 }, () => {
-  const info = kernelInfo();
-  const runnable = info.variants.filter((isa) => info.supported.includes(isa));
   const hashes = new Map<string, number>();
-  for (const isa of runnable) {
-    const child = runChild(new URL("./children/optim_child.ts", import.meta.url), { ZIGTENSOR_ISA: isa });
-    assert.equal(child.status, 0, child.stderr);
-    const report = JSON.parse(child.stdout.trim().split("\n").at(-1)!);
-    assert.equal(report.isa, isa);
+  for (const { isa, report } of isaReports(new URL("./children/optim_child.ts", import.meta.url))) {
     assert.deepEqual(report.failures, [], isa);
     hashes.set(isa, report.exactHash);
   }
