@@ -11,7 +11,7 @@
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
 import type { NativePointer } from "../native/symbols.ts";
-import type { ComputeSettings, KernelOperand } from "./types.ts";
+import { type ComputeSettings, type KernelOperand, MODE_CODE } from "./types.ts";
 
 /** The geometry and options of one CTC batch. */
 export interface CtcParams {
@@ -57,12 +57,11 @@ export function ctcWorkspace(params: CtcParams, wantGrad: boolean): number {
   return batch * (steps * (width + 4) * (wantGrad ? 2 : 1) + 2 * width + 2 + classes) + batch;
 }
 
-const MODE = { fast: 0, exact: 1 } as const;
 const NULL = null as unknown as NativePointer;
 
 /** The native CTC kernel (`zt_ctc_f32`); assumes operands validated and sized by the caller. */
 export const nativeCtc: CtcKernel = (params, logProbs, meta, out, grad, work, settings) => {
-  args.op(0, MODE[settings.mode], settings.threads)
+  args.op(0, MODE_CODE[settings.mode], settings.threads)
     .int(0, params.steps)
     .int(1, params.batch)
     .int(2, params.classes)

@@ -13,7 +13,7 @@ import { native } from "../native/library.ts";
 import type { NativePointer } from "../native/symbols.ts";
 import { kernelCodes } from "../core/op_table.ts";
 import type { KernelCode, KernelCodes } from "../core/op_table.ts";
-import type { ComputeSettings, KernelOperand } from "./types.ts";
+import { type ComputeSettings, type KernelOperand, MODE_CODE } from "./types.ts";
 
 /** The indexing operations by kernel name (from the op table). */
 export const IndexOp: KernelCodes["index"] = kernelCodes("index");
@@ -36,7 +36,6 @@ export type IndexKernel = (
   settings: ComputeSettings,
 ) => boolean;
 
-const MODE = { fast: 0, exact: 1 } as const;
 const NULL = null as unknown as NativePointer;
 
 /** The native kernel (`zt_index_f32`); assumes operands validated by the op. */
@@ -45,7 +44,7 @@ export const nativeIndex: IndexKernel = (op, shape, axis, bound, table, flat, in
     .operand(0, table.offset, table.strides)
     .operand(1, flat.offset, flat.strides)
     .operand(2, index?.offset ?? 0, index?.strides ?? shape.map(() => 0))
-    .op(op, MODE[settings.mode], settings.threads)
+    .op(op, MODE_CODE[settings.mode], settings.threads)
     .int(0, axis)
     .int(1, bound)
     .int(2, index === null ? 0 : index.data.BYTES_PER_ELEMENT);

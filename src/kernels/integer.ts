@@ -18,7 +18,7 @@ import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
 import { DType } from "../core/dtype.ts";
 import { forEachOffset } from "./copy.ts";
-import { BinaryOp, type ComputeSettings, type KernelOperand, ReduceOp } from "./types.ts";
+import { BinaryOp, type ComputeSettings, type KernelOperand, MODE_CODE, ReduceOp } from "./types.ts";
 
 /** The integer and Bool kernels of a kernel set. The callers validated operands, op and dtype. */
 export interface IntegerKernels {
@@ -51,8 +51,6 @@ export interface IntegerKernels {
   ): void;
 }
 
-const MODE = { fast: 0, exact: 1 } as const;
-
 /**
  * The native integer kernels.
  *
@@ -76,7 +74,7 @@ export const nativeIntegerKernels: IntegerKernels = {
       .operand(0, out.offset, out.strides)
       .operand(1, a.offset, a.strides)
       .operand(2, b.offset, b.strides)
-      .op(op, MODE[settings.mode], settings.threads)
+      .op(op, MODE_CODE[settings.mode], settings.threads)
       .int(0, dtype);
     native.zt_binary_int(args.pointer, out.pointer, a.pointer, b.pointer);
   },
@@ -85,7 +83,7 @@ export const nativeIntegerKernels: IntegerKernels = {
     args.shape(shape)
       .operand(0, out.offset, out.strides)
       .operand(1, a.offset, a.strides)
-      .op(op, MODE[settings.mode], settings.threads)
+      .op(op, MODE_CODE[settings.mode], settings.threads)
       .int(0, reducedAxes)
       .int(1, dtype);
     native.zt_reduce_int(args.pointer, out.pointer, a.pointer);

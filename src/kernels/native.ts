@@ -18,15 +18,16 @@ import { native } from "../native/library.ts";
 import type { NativePointer } from "../native/symbols.ts";
 import { nativeMatMul } from "./matmul.ts";
 import { poolOutput } from "./reference.ts";
-import type {
-  BinaryOp,
-  ComputeSettings,
-  KernelOperand,
-  Pool2dParams,
-  ReduceOp,
-  SoftmaxOp,
-  TensorKernels,
-  UnaryOp,
+import {
+  type BinaryOp,
+  type ComputeSettings,
+  type KernelOperand,
+  MODE_CODE,
+  type Pool2dParams,
+  type ReduceOp,
+  type SoftmaxOp,
+  type TensorKernels,
+  type UnaryOp,
 } from "./types.ts";
 
 /**
@@ -78,8 +79,6 @@ export const FAST_ERROR_BOUNDS = {
   logSoftmax: { ulps: 6, slope: 0, abs: 2 ** -21 },
 } as const satisfies Record<string, FastErrorBound>;
 
-const MODE = { fast: 0, exact: 1 } as const;
-
 /** The pooling shape, reused by every call. */
 const poolShape = [0, 0, 0, 0];
 
@@ -118,7 +117,7 @@ export const nativeKernels: TensorKernels = {
       .operand(0, out.offset, out.strides)
       .operand(1, a.offset, a.strides)
       .operand(2, b.offset, b.strides)
-      .op(op, MODE[settings.mode], settings.threads);
+      .op(op, MODE_CODE[settings.mode], settings.threads);
     native.zt_binary_f32(args.pointer, out.pointer, a.pointer, b.pointer);
   },
 
@@ -133,7 +132,7 @@ export const nativeKernels: TensorKernels = {
     args.shape(shape)
       .operand(0, out.offset, out.strides)
       .operand(1, a.offset, a.strides)
-      .op(op, MODE[settings.mode], settings.threads);
+      .op(op, MODE_CODE[settings.mode], settings.threads);
     if (params !== undefined) args.float(0, params[0]).float(1, params[1]);
     native.zt_unary_f32(args.pointer, out.pointer, a.pointer);
   },
@@ -149,7 +148,7 @@ export const nativeKernels: TensorKernels = {
     args.shape(shape)
       .operand(0, out.offset, out.strides)
       .operand(1, a.offset, a.strides)
-      .op(op, MODE[settings.mode], settings.threads)
+      .op(op, MODE_CODE[settings.mode], settings.threads)
       .int(0, reducedAxes);
     native.zt_reduce_f32(args.pointer, out.pointer, a.pointer);
   },
@@ -164,7 +163,7 @@ export const nativeKernels: TensorKernels = {
     args.shape(shape)
       .operand(0, out.offset, out.strides)
       .operand(1, a.offset, a.strides)
-      .op(op, MODE[settings.mode], settings.threads);
+      .op(op, MODE_CODE[settings.mode], settings.threads);
     native.zt_softmax_f32(args.pointer, out.pointer, a.pointer);
   },
 
@@ -196,7 +195,7 @@ export const nativeKernels: TensorKernels = {
     args.shape(poolShape)
       .operand(0, out.offset, out.strides)
       .operand(1, x.offset, x.strides)
-      .op(0, MODE[settings.mode], settings.threads)
+      .op(0, MODE_CODE[settings.mode], settings.threads)
       .int(0, params.kernel[0])
       .int(1, params.kernel[1])
       .int(2, params.stride[0])

@@ -15,7 +15,7 @@ import { native } from "../native/library.ts";
 import type { NativePointer } from "../native/symbols.ts";
 import { kernelCodes } from "../core/op_table.ts";
 import type { KernelCode, KernelCodes } from "../core/op_table.ts";
-import type { ComputeSettings, KernelOperand } from "./types.ts";
+import { type ComputeSettings, type KernelOperand, MODE_CODE } from "./types.ts";
 
 /** The class losses by kernel name (from the op table). */
 export const NllOp: KernelCodes["nll"] = kernelCodes("nll");
@@ -69,7 +69,6 @@ export function nllWorkspace(rows: number): number {
   return 3 * rows + 1;
 }
 
-const MODE = { fast: 0, exact: 1 } as const;
 const NULL = null as unknown as NativePointer;
 
 /** The native kernel (`zt_nll_f32`); assumes operands validated and sized by the op. */
@@ -79,7 +78,7 @@ export const nativeNll: NllKernel = (params, x, target, weight, out, work, g, se
     .operand(1, target.offset, target.strides)
     .operand(2, out.offset, out.strides)
     .operand(3, g?.offset ?? 0, g?.strides ?? params.shape.map(() => 0))
-    .op(params.op, MODE[settings.mode], settings.threads)
+    .op(params.op, MODE_CODE[settings.mode], settings.threads)
     .int(0, params.phase)
     .int(1, params.reduction)
     .int(2, params.ignoreIndex)

@@ -22,7 +22,7 @@
 import { type ArgBlock, args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
 import type { NativePointer } from "../native/symbols.ts";
-import type { ComputeSettings, KernelOperand } from "./types.ts";
+import { type ComputeSettings, type KernelOperand, MODE_CODE } from "./types.ts";
 
 /** Rows per block of the per-position weight and bias gradients' partial sums (`block_rows` in zig/kernels/norm.zig). */
 export const NORM_BLOCK_ROWS = 128;
@@ -277,7 +277,6 @@ export const referenceNormBackward: NormBackwardKernel = (
   }
 };
 
-const MODE = { fast: 0, exact: 1 } as const;
 const NULL = null as unknown as NativePointer;
 
 function geometry(params: NormParams, mode: number, threads: number): ArgBlock {
@@ -296,7 +295,7 @@ export const nativeNorm: NormKernel = (params, out, x, weight, bias, given, sett
   const variance = given?.variance ?? out.variance;
   const flags = (out.xhat === null ? 0 : 1) | (weight === null ? 0 : 2) | (bias === null ? 0 : 4) |
     (params.perRow ? 8 : 0) | (given === null && out.mean !== null ? 16 : 0) | (given === null ? 0 : 32);
-  geometry(params, MODE[settings.mode], settings.threads)
+  geometry(params, MODE_CODE[settings.mode], settings.threads)
     .int(5, out.y.offset)
     .int(6, out.xhat?.offset ?? 0)
     .int(7, out.rstd.offset)
@@ -333,7 +332,7 @@ export const nativeNormBackward: NormBackwardKernel = (
   const { dx, dw, db, work } = grads;
   const flags = (dx === null ? 0 : 1) | (weight === null ? 0 : 2) | (dw === null ? 0 : 4) |
     (db === null ? 0 : 8) | (params.perRow ? 16 : 0) | (centered ? 0 : 32);
-  geometry(params, MODE[settings.mode], settings.threads)
+  geometry(params, MODE_CODE[settings.mode], settings.threads)
     .int(5, dx?.offset ?? 0)
     .int(6, dw?.offset ?? 0)
     .int(7, db?.offset ?? 0)

@@ -9,7 +9,7 @@
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
 import type { NativePointer } from "../native/symbols.ts";
-import type { ComputeSettings, KernelOperand } from "./types.ts";
+import { type ComputeSettings, type KernelOperand, MODE_CODE } from "./types.ts";
 
 /** The update rules, numbered as `Algorithm` in zig/kernels/optim.zig. */
 export const OptimAlgorithm = {
@@ -58,7 +58,6 @@ export type OptimizerStepKernel = (
   settings: ComputeSettings,
 ) => void;
 
-const MODE = { fast: 0, exact: 1 } as const;
 const NULL = null as unknown as NativePointer;
 
 /**
@@ -66,7 +65,7 @@ const NULL = null as unknown as NativePointer;
  * the optimizer.
  */
 export const nativeOptimizerStep: OptimizerStepKernel = (step, count, param, grad, state, settings) => {
-  args.op(step.algorithm, MODE[settings.mode], settings.threads)
+  args.op(step.algorithm, MODE_CODE[settings.mode], settings.threads)
     .int(0, count)
     .int(1, param.offset)
     .int(2, grad.offset)

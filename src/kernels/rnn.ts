@@ -21,7 +21,7 @@
  */
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
-import type { ComputeSettings, KernelOperand } from "./types.ts";
+import { type ComputeSettings, type KernelOperand, MODE_CODE } from "./types.ts";
 
 /** Which step: 0 LSTM forward, 1 LSTM backward, 2 GRU forward, 3 GRU backward. */
 export const RnnCellOp = { LstmForward: 0, LstmBackward: 1, GruForward: 2, GruBackward: 3 } as const;
@@ -54,11 +54,9 @@ export type RnnCellKernel = (
   settings: ComputeSettings,
 ) => void;
 
-const MODE = { fast: 0, exact: 1 } as const;
-
 /** The native cell kernel (`zt_rnn_cell_f32`); assumes operands validated and sized by the caller. */
 export const nativeRnnCell: RnnCellKernel = (params, operands, settings) => {
-  args.op(params.op, MODE[settings.mode], settings.threads)
+  args.op(params.op, MODE_CODE[settings.mode], settings.threads)
     .int(0, params.batch)
     .int(1, params.hidden)
     .int(2, (params.hasBias ? 1 : 0) | (params.save ? 2 : 0) | (params.hasInputBias ? 4 : 0))

@@ -40,6 +40,9 @@ export interface KernelOperand {
 /** "fast" (f32 FMA, any summation order) or "exact" (f64 accumulation in ascending order, same bits everywhere). */
 export type ArithmeticMode = "fast" | "exact";
 
+/** The arithmetic mode as native kernels read it from the argument block's `mode` (`zig/abi.zig`). */
+export const MODE_CODE: Readonly<Record<ArithmeticMode, number>> = { fast: 0, exact: 1 };
+
 /** How a kernel may compute: its arithmetic mode and how many threads it may use. */
 export interface ComputeSettings {
   /** `"exact"`: bitwise the reference; `"fast"`: approximations within documented bounds. */
