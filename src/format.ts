@@ -13,6 +13,7 @@ import { dtypeInfo } from "./core/dtype.ts";
 import type { ElementValue } from "./core/element.ts";
 import { formatShape } from "./core/shape.ts";
 import type { Tensor } from "./tensor.ts";
+import { shapeOf } from "./tensor.ts";
 
 /** Print settings, PyTorch's `set_printoptions` defaults. */
 const THRESHOLD = 1000;
@@ -37,7 +38,7 @@ export interface TensorJson {
 /** The text `toString()` and the inspectors show for `t`; never throws, even for a released tensor. */
 export function formatTensor(t: Tensor): string {
   const info = dtypeInfo(t.dtype);
-  const suffix = [`dtype=${info.name}`, `shape=${formatShape(t.shape)}`];
+  const suffix = [`dtype=${info.name}`, `shape=${formatShape(shapeOf(t))}`];
   if (t.blockSize > 0) suffix.push(`layout=NchwC(${t.blockSize})`);
   if (t.gradFn !== null) suffix.push(`gradFn=${t.gradFn.op}`);
   else if (t.requiresGrad) suffix.push("requiresGrad=true");
@@ -57,7 +58,7 @@ export function tensorJson(t: Tensor): TensorJson {
   const info = dtypeInfo(t.dtype);
   const isBool = info.name === "Bool";
   const data = t.elementValues("toJSON").map((v) => jsonValue(v, isBool));
-  return { dtype: info.name, shape: [...t.shape], data };
+  return { dtype: info.name, shape: [...shapeOf(t)], data };
 }
 
 function jsonValue(value: ElementValue, isBool: boolean): number | boolean | string {
@@ -90,7 +91,7 @@ function collect(t: Tensor, summarize: boolean): { tree: Tree; values: ElementVa
       values.push(value);
       return value;
     }
-    return shownIndices(t.shape[prefix.length], summarize).map((i) => i < 0 ? null : walk([...prefix, i]));
+    return shownIndices(shapeOf(t)[prefix.length], summarize).map((i) => i < 0 ? null : walk([...prefix, i]));
   };
   return { tree: walk([]), values };
 }

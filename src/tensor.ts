@@ -10,13 +10,13 @@ import { decodeElement, type ElementValue, encodeElement } from "./core/element.
 import { DTypeError, OptionError, TensorShapeError } from "./core/errors.ts";
 import { detectLayout, Layout } from "./core/layout.ts";
 import { checkBytes, checkShape, elementCount, formatShape, isContiguous } from "./core/shape.ts";
-import { Storage } from "./memory/storage.ts";
+import { isStorage, Storage, storageBytes, storagePointer } from "./memory/storage.ts";
 import { Arena } from "./memory/pool.ts";
 import { checkOptions, describe } from "./core/options.ts";
 import type { NativePointer } from "./native/symbols.ts";
 import type { KernelOperand } from "./kernels/types.ts";
 import type { BackwardRecord, LeafNode } from "./autograd/record.ts";
-import { leafNode } from "./autograd/record.ts";
+import { exposeRecord, leafNode, setLeafGrad } from "./autograd/record.ts";
 import { backward } from "./autograd/engine.ts";
 import * as ops from "./ops/mod.ts";
 import type {
@@ -97,6 +97,18 @@ export interface Float16ArrayLike extends ArrayLike<number> {
 
 let attach: (t: Tensor, record: BackwardRecord) => void;
 
+/**
+ * Internal (not exported from `mod.ts`): the shape and strides arrays a tensor was checked with, which the ops
+ * read. They are never handed out (the public getters return frozen copies), so no code outside the library
+ * can change them, or make them read differently from one access to the next (an accessor on an element, a
+ * hole that reads a prototype, a changed length) between the check and the kernel.
+ */
+export let shapeOf: (t: Tensor) => readonly number[];
+/** Internal: the strides array a tensor was checked with (see `shapeOf`). */
+export let stridesOf: (t: Tensor) => readonly number[];
+/** Internal: the backward record of a tensor, as the backward pass reads it (`gradFn` freezes it first). */
+export let gradFnOf: (t: Tensor) => BackwardRecord | null;
+
 /** Internal (not exported from `mod.ts`): sets the backward record of a tensor an op just made. */
 export function attachRecord(t: Tensor, record: BackwardRecord): void {
   attach(t, record);
@@ -111,8 +123,6 @@ export interface TensorParts {
   readonly offset: number;
   /** B for an NchwC(B) blocked tensor, else 0. */
   readonly blockSize?: number;
-  readonly gradFn?: BackwardRecord | null;
-  readonly leaf?: LeafNode | null;
 }
 
 /** The runtime's `Float16Array`, when it has one (F16 data then reads as numbers). */
@@ -144,18 +154,19 @@ export class Tensor {
   readonly #strides: readonly number[];
   readonly #offset: number;
   readonly #blockSize: number;
-  /** Elements the storage holds, for the bounds check at every access; −1 for blocked tensors. */
-  readonly #capacity: number;
   readonly #leaf: LeafNode | null;
   #gradFn: BackwardRecord | null;
   #elements: TypedArray | null = null;
+  /** The frozen copies `shape` and `strides` hand out, made on first read. */
+  #publicShape: readonly number[] | null = null;
+  #publicStrides: readonly number[] | null = null;
 
   /**
    * Internal: build tensors with the creators, views and ops. Every bound is checked against the storage here
    * (spec 000: bounds are checked when a view is made): the shape's extents, one integer stride per axis, an
-   * offset such that every reachable element lies inside the storage. Every field is a getter over a private
-   * one, and the bounds are checked again before every data access (`#checkIntact`), so a handle whose shape or
-   * strides array was modified still reaches no memory outside its storage.
+   * offset such that every reachable element lies inside the storage. The handle keeps copies of the shape and
+   * strides that no code outside the library can reach (the getters hand out frozen copies of them), so what
+   * was checked is what every kernel reads.
    */
   constructor(parts: TensorParts) {
     // A subclass could override the getters the ops read (shape, strides) behind the bounds checks.
@@ -170,7 +181,6 @@ export class Tensor {
     this.#strides = checked.strides;
     this.#offset = checked.offset;
     this.#blockSize = checked.blockSize;
-    this.#capacity = checked.capacity;
     this.#gradFn = checked.gradFn;
     this.#leaf = checked.leaf;
     // No own property may shadow a getter the ops read (`Object.defineProperty(t, "shape", ...)`), and the
@@ -188,14 +198,14 @@ export class Tensor {
     return this.#dtype;
   }
 
-  /** The logical shape. Do not modify it: a handle whose shape was modified throws on every data access. */
+  /** The logical shape: a frozen array (the same one at every read), so writing into it throws. */
   get shape(): readonly number[] {
-    return this.#shape;
+    return this.#publicShape ??= Object.freeze(this.#shape.slice());
   }
 
-  /** Strides in elements, one per axis: 0 broadcasts, negative reverses. Modified strides: as for `shape`. */
+  /** Strides in elements, one per axis: 0 broadcasts, negative reverses. Frozen, as `shape`. */
   get strides(): readonly number[] {
-    return this.#strides;
+    return this.#publicStrides ??= Object.freeze(this.#strides.slice());
   }
 
   /** Element offset of the first element in the storage. */
@@ -208,15 +218,22 @@ export class Tensor {
     return this.#blockSize;
   }
 
-  /** The backward record that produced this tensor, or null for leaves and untracked tensors; read-only. */
+  /**
+   * The backward record that produced this tensor, or null for leaves and untracked tensors; read-only (frozen,
+   * with the records it reaches, when first handed out).
+   */
   get gradFn(): BackwardRecord | null {
-    return this.#gradFn;
+    const record = this.#gradFn;
+    return record === null ? null : exposeRecord(record);
   }
 
   static {
     attach = (t, record) => {
       t.#gradFn = record;
     };
+    gradFnOf = (t) => t.#gradFn;
+    shapeOf = (t) => t.#shape;
+    stridesOf = (t) => t.#strides;
   }
 
   // --- creating ---
@@ -449,22 +466,22 @@ export class Tensor {
 
   /** The number of axes. */
   get rank(): number {
-    return this.shape.length;
+    return this.#shape.length;
   }
 
   /** The number of elements. */
   get size(): number {
-    return elementCount(this.shape);
+    return elementCount(this.#shape);
   }
 
   /** Whether the elements are in row-major order with no gaps (extent-1 strides ignored; empty counts). */
   get isContiguous(): boolean {
-    return this.blockSize === 0 && isContiguous(this.shape, this.strides);
+    return this.blockSize === 0 && isContiguous(this.#shape, this.#strides);
   }
 
   /** Nchw, Nhwc, NchwC(B) or Strided. */
   get layout(): Layout {
-    return this.blockSize > 0 ? Layout.nchwc(this.blockSize) : detectLayout(this.shape, this.strides);
+    return this.blockSize > 0 ? Layout.nchwc(this.blockSize) : detectLayout(this.#shape, this.#strides);
   }
 
   /** Whether the storage was released (by `dispose` on any handle, a scope, or an arena reset). */
@@ -562,8 +579,8 @@ export class Tensor {
     if (this.size !== 1) {
       throw new TensorShapeError(
         "item",
-        `item() needs exactly one element, ${formatShape(this.shape)} has ${this.size}`,
-        [this.shape],
+        `item() needs exactly one element, ${formatShape(this.#shape)} has ${this.size}`,
+        [this.#shape],
       );
     }
     return this.get(...new Array<number>(this.rank).fill(0));
@@ -598,8 +615,8 @@ export class Tensor {
     const values = this.elementValues("toNested");
     const build = (axis: number, base: number): unknown => {
       if (axis === this.rank) return values[base];
-      const stride = this.shape.slice(axis + 1).reduce((a, b) => a * b, 1);
-      return Array.from({ length: this.shape[axis] }, (_, i) => build(axis + 1, base + i * stride));
+      const stride = this.#shape.slice(axis + 1).reduce((a, b) => a * b, 1);
+      return Array.from({ length: this.#shape[axis] }, (_, i) => build(axis + 1, base + i * stride));
     };
     return build(0, 0);
   }
@@ -619,9 +636,9 @@ export class Tensor {
       out.push(decodeElement(info, data, at));
       for (let d = this.rank - 1; d >= 0; d--) {
         index[d]++;
-        at += this.strides[d];
-        if (index[d] < this.shape[d]) break;
-        at -= index[d] * this.strides[d];
+        at += this.#strides[d];
+        if (index[d] < this.#shape[d]) break;
+        at -= index[d] * this.#strides[d];
         index[d] = 0;
       }
     }
@@ -631,56 +648,15 @@ export class Tensor {
   /** Internal: this tensor as a kernel operand, strides and offset overridable; throws StaleTensorError(op) when released. */
   operand(
     op: string,
-    strides: readonly number[] = this.strides,
+    strides: readonly number[] = this.#strides,
     offset: number = this.offset,
   ): KernelOperand {
-    this.#checkIntact(op);
     return new TensorOperand(this, op, strides, offset);
-  }
-
-  /** Internal: throws unless this handle's view, as its arrays hold now, lies inside its storage. */
-  checkView(op: string): void {
-    this.#checkIntact(op);
   }
 
   /** Internal: a typed array of the stored representation over the whole storage. */
   elements(op: string): TypedArray {
     return this.#view(op);
-  }
-
-  /**
-   * Checks the bounds again, from the shape and strides arrays as they are now: they are plain arrays, not
-   * frozen (a frozen array takes the engines' slow paths in every op that reads it, which doubled the per-op
-   * overhead), so someone may have written into them; a view they describe that stays inside the storage is
-   * harmless, any other throws `TensorShapeError`. A few comparisons per axis; no allocation.
-   */
-  #checkIntact(op: string): void {
-    if (this.#capacity < 0 || !fitsStorage(this.#shape, this.#strides, this.#offset, this.#capacity)) {
-      this.#recheck(op);
-    }
-  }
-
-  /** `#checkIntact`'s full check (blocked tensors, and views `fitsStorage` refused): throws the reason. */
-  #recheck(op: string): void {
-    const strides = this.#strides;
-    const checked = checkView(
-      op,
-      this.#storage,
-      dtypeInfo(this.#dtype),
-      this.#shape,
-      strides,
-      this.#offset,
-      this.#blockSize,
-    );
-    if (checked !== strides) {
-      throw new TensorShapeError(
-        op,
-        `strides ${formatShape(strides)} were modified to values outside 32 bits`,
-        [
-          this.#shape,
-        ],
-      );
-    }
   }
 
   // --- views ---
@@ -718,8 +694,8 @@ export class Tensor {
     if (this.rank < 2) {
       throw new TensorShapeError(
         "mT",
-        `mT needs a tensor of rank 2 or more (a batch of matrices), got shape ${formatShape(this.shape)}`,
-        [this.shape],
+        `mT needs a tensor of rank 2 or more (a batch of matrices), got shape ${formatShape(this.#shape)}`,
+        [this.#shape],
       );
     }
     return ops.transpose(this, -2, -1);
@@ -770,8 +746,8 @@ export class Tensor {
     return new Tensor({
       storage: this.storage,
       dtype: this.dtype,
-      shape: this.shape,
-      strides: this.strides,
+      shape: this.#shape,
+      strides: this.#strides,
       offset: this.offset,
       blockSize: this.blockSize,
     });
@@ -812,12 +788,23 @@ export class Tensor {
         } tensor`,
       );
     }
-    return new Tensor({ ...this.#parts(), leaf: leafNode(this.shape, this.dtype) });
+    return new Tensor(
+      new CheckedParts(
+        this.#storage,
+        this.#dtype,
+        this.#shape,
+        this.#strides,
+        this.#offset,
+        this.#blockSize,
+        null,
+        leafNode(this.#shape, this.#dtype),
+      ),
+    );
   }
 
   /** Whether gradients flow to this tensor: a leaf made by `withRequiresGrad`, or a recorded result. */
   get requiresGrad(): boolean {
-    return this.#leaf !== null || this.gradFn !== null;
+    return this.#leaf !== null || this.#gradFn !== null;
   }
 
   /** Internal: the leaf node, for leaves. */
@@ -837,16 +824,16 @@ export class Tensor {
     if (
       value !== null &&
       (!(value instanceof Tensor) || value.dtype !== this.dtype ||
-        formatShape(value.shape) !== formatShape(this.shape))
+        formatShape(value.shape) !== formatShape(this.#shape))
     ) {
       throw new TensorShapeError(
         "grad",
-        `a gradient must be null or a tensor of the leaf's dtype and shape ${formatShape(this.shape)}`,
-        [this.shape],
+        `a gradient must be null or a tensor of the leaf's dtype and shape ${formatShape(this.#shape)}`,
+        [this.#shape],
       );
     }
     this.#leaf.grad?.dispose();
-    this.#leaf.grad = value;
+    setLeafGrad(this.#leaf, value);
   }
 
   /** Back-propagates from this tensor: a scalar by default, or with `grad` of this tensor's shape. */
@@ -1348,20 +1335,8 @@ export class Tensor {
 
   // --- internals ---
 
-  #parts(): TensorParts {
-    return {
-      storage: this.storage,
-      dtype: this.dtype,
-      shape: this.shape,
-      strides: this.strides,
-      offset: this.offset,
-      blockSize: this.blockSize,
-    };
-  }
-
   /** A typed array of this dtype's stored representation over the whole storage (cached per handle). */
   #view(op: string): TypedArray {
-    this.#checkIntact(op);
     const buffer = this.storage.buffer(op);
     if (this.#elements === null || this.#elements.buffer !== buffer) {
       // Element access works on stored bits (F16 and BF16 as Uint16Array), whatever data() returns.
@@ -1373,18 +1348,17 @@ export class Tensor {
 
   /** The contiguous span of this tensor's own elements (or blocks, or the blocked physical span). */
   #span(op: string): TypedArray {
-    this.#checkIntact(op);
     const info = dtypeInfo(this.dtype);
     const buffer = this.storage.buffer(op);
     if (this.blockSize > 0) {
       return new info.array(buffer, 0, buffer.byteLength / info.blockBytes);
     }
-    if (!isContiguous(this.shape, this.strides)) {
+    if (!isContiguous(this.#shape, this.#strides)) {
       throw new TensorShapeError(
         op,
-        `${op}() needs a contiguous tensor; this one has shape ${formatShape(this.shape)} and strides ` +
-          `${formatShape(this.strides)}: call contiguous() first`,
-        [this.shape],
+        `${op}() needs a contiguous tensor; this one has shape ${formatShape(this.#shape)} and strides ` +
+          `${formatShape(this.#strides)}: call contiguous() first`,
+        [this.#shape],
       );
     }
     if (info.isQuantized) {
@@ -1430,13 +1404,13 @@ export class Tensor {
 
   #checkWritable(op: string): void {
     for (let i = 0; i < this.rank; i++) {
-      if (this.strides[i] === 0 && this.shape[i] > 1) {
+      if (this.#strides[i] === 0 && this.#shape[i] > 1) {
         throw new TensorShapeError(
           op,
           `cannot write through a broadcast view (axis ${i} has stride 0 and extent ${
-            this.shape[i]
+            this.#shape[i]
           }); clone() it first`,
-          [this.shape],
+          [this.#shape],
         );
       }
     }
@@ -1446,25 +1420,25 @@ export class Tensor {
     if (index.length !== this.rank) {
       throw new TensorShapeError(
         op,
-        `${op} needs ${this.rank} indices for shape ${formatShape(this.shape)}, got ${index.length}`,
-        [this.shape],
+        `${op} needs ${this.rank} indices for shape ${formatShape(this.#shape)}, got ${index.length}`,
+        [this.#shape],
       );
     }
     let at = this.offset;
     for (let d = 0; d < index.length; d++) {
-      const extent = this.shape[d];
+      const extent = this.#shape[d];
       let i = index[d];
       if (!Number.isInteger(i) || i < -extent || i >= extent) {
         throw new TensorShapeError(
           op,
           `index ${String(i)} is out of range for axis ${d} of extent ${extent} in ${
-            formatShape(this.shape)
+            formatShape(this.#shape)
           }`,
-          [this.shape],
+          [this.#shape],
         );
       }
       if (i < 0) i += extent;
-      at += i * this.strides[d];
+      at += i * this.#strides[d];
     }
     return at;
   }
@@ -1486,9 +1460,9 @@ class TensorOperand implements KernelOperand {
     offset: number,
   ) {
     const storage = tensor.storage;
-    this.pointer = storage.pointer(op);
+    this.pointer = storagePointer(storage, op);
     this.offset = offset;
-    this.byteLength = storage.byteLength;
+    this.byteLength = storageBytes(storage);
   }
 
   get data(): TypedArray {
@@ -1622,7 +1596,7 @@ function checkView(
       result = copy;
     }
   }
-  const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
+  const capacity = Math.floor(storageBytes(storage) / info.blockBytes) * info.blockElements;
   if (blockSize !== 0) {
     const physical = shape.length === 4 && Number.isInteger(blockSize) && blockSize > 0 && blockSize <= 256
       ? shape[0] * Math.ceil(shape[1] / blockSize) * blockSize * shape[2] * shape[3]
@@ -1654,10 +1628,10 @@ function refuseSubclass(): never {
 }
 
 /**
- * Parts that passed the bounds check, with the storage's element capacity (−1 for blocked tensors): what
- * `allocate` builds for a fresh contiguous tensor over a block rented for its checked shape, and what
- * `checkParts` returns for any other parts. Module-private and never handed out, so no caller can make one and
- * skip the check.
+ * Parts that passed the bounds check, with the handle's autograd node: what `allocate` builds for a fresh
+ * contiguous tensor over a block rented for its checked shape, `withRequiresGrad` for a leaf over its own
+ * parts, and `checkParts` returns for any other parts. Module-private and never handed out, so no caller can
+ * make one and skip the check.
  */
 class CheckedParts implements TensorParts {
   constructor(
@@ -1667,7 +1641,6 @@ class CheckedParts implements TensorParts {
     readonly strides: readonly number[],
     readonly offset: number,
     readonly blockSize: number,
-    readonly capacity: number,
     readonly gradFn: BackwardRecord | null,
     readonly leaf: LeafNode | null,
   ) {}
@@ -1679,14 +1652,21 @@ class CheckedParts implements TensorParts {
  */
 function checkParts(parts: TensorParts): CheckedParts {
   const op = "Tensor";
-  const { storage, dtype, shape, offset } = parts;
+  const { storage, dtype, offset } = parts;
   const blockSize = parts.blockSize ?? 0;
-  if (!(storage instanceof Storage)) {
+  const graph = parts as { gradFn?: unknown; leaf?: unknown };
+  if ((graph.gradFn ?? null) !== null || (graph.leaf ?? null) !== null) {
+    throw new OptionError(op, "gradFn and leaf are set by the ops and withRequiresGrad(), not given");
+  }
+  if (!isStorage(storage)) {
     throw new OptionError(op, `storage must be a Storage, got ${describe(storage)}`);
   }
   const info = dtypeInfo(dtype, op);
-  const capacity = Math.floor(storage.byteLength / info.blockBytes) * info.blockElements;
-  let strides = parts.strides;
+  const capacity = Math.floor(storageBytes(storage) / info.blockBytes) * info.blockElements;
+  // The caller keeps its arrays (and may hold an accessor or a proxy for one): the handle checks and keeps
+  // copies read once, element by element.
+  const shape = ownCopy(parts.shape);
+  let strides = ownCopy(parts.strides);
   if (
     !(blockSize === 0 && Array.isArray(shape) && Array.isArray(strides) && isOffset(offset) &&
       fitsStorage(shape, strides, offset, capacity))
@@ -1700,10 +1680,18 @@ function checkParts(parts: TensorParts): CheckedParts {
     strides,
     offset,
     blockSize,
-    blockSize === 0 ? capacity : -1,
-    parts.gradFn ?? null,
-    parts.leaf ?? null,
+    null,
+    null,
   );
+}
+
+/** A plain copy of an array, each element read once; anything else as it is (for `checkView` to refuse). */
+function ownCopy<T>(values: T): T {
+  if (!Array.isArray(values)) return values;
+  const length = values.length;
+  const copy = new Array(length);
+  for (let i = 0; i < length; i++) copy[i] = values[i];
+  return copy as T;
 }
 
 /**
@@ -1712,7 +1700,7 @@ function checkParts(parts: TensorParts): CheckedParts {
  * from the checked shape and no other code has seen its arrays.
  */
 export function freshOperand(t: Tensor, op: string): KernelOperand {
-  return new TensorOperand(t, op, t.strides, 0);
+  return new TensorOperand(t, op, stridesOf(t), 0);
 }
 
 /** Rents storage for a new contiguous tensor, checking shape and byte limits first. */
@@ -1724,7 +1712,8 @@ export function allocate(
   options: CreateOptions & { scoped?: boolean } = {},
 ): Tensor {
   const info = dtypeInfo(dtype, op);
-  const count = checkShape(op, shape);
+  const own = ownCopy(shape);
+  const count = checkShape(op, own);
   if (info.isQuantized && (shape.length === 0 || shape[shape.length - 1] % info.blockElements !== 0)) {
     throw new TensorShapeError(
       op,
@@ -1740,7 +1729,7 @@ export function allocate(
     throw new OptionError(op, `arena must be an Arena, got ${describe(options.arena)}`);
   }
   const storage = Storage.rent(bytes, { zero, arena: options.arena, scoped: options.scoped ?? false });
-  return fresh(storage, dtype, shape, count);
+  return fresh(storage, dtype, own);
 }
 
 /**
@@ -1750,27 +1739,26 @@ export function allocate(
 export function allocateOutput(op: string, shape: readonly number[], dtype: DType): Tensor {
   const info = dtypeInfo(dtype, op);
   if (info.isQuantized) return allocate(op, shape, dtype, false, { scoped: true });
-  const count = checkShape(op, shape);
+  const own = ownCopy(shape);
+  const count = checkShape(op, own);
   const bytes = count * info.blockBytes;
-  checkBytes(op, shape, bytes);
-  return fresh(Storage.rentScoped(bytes), dtype, shape, count);
+  checkBytes(op, own, bytes);
+  return fresh(Storage.rentScoped(bytes), dtype, own);
 }
 
 /**
- * The tensor over a block just rented for the checked `shape` of `count` elements: a copy of `shape` (the
- * caller may hold it) and its contiguous strides, made in one pass.
+ * The tensor over a block just rented for `shape`: a copy the caller made, read once and checked, which the
+ * tensor keeps, and its contiguous strides.
  */
-function fresh(storage: Storage, dtype: DType, shape: readonly number[], count: number): Tensor {
+function fresh(storage: Storage, dtype: DType, shape: readonly number[]): Tensor {
   const rank = shape.length;
-  const own = new Array<number>(rank);
   const strides = new Array<number>(rank);
   let step = 1;
   for (let i = rank - 1; i >= 0; i--) {
-    own[i] = shape[i];
     strides[i] = step;
     step *= shape[i];
   }
-  return new Tensor(new CheckedParts(storage, dtype, own, strides, 0, 0, count, null, null));
+  return new Tensor(new CheckedParts(storage, dtype, shape, strides, 0, 0, null, null));
 }
 
 function isTypedArray(value: unknown): value is TypedArray {
@@ -1851,3 +1839,9 @@ function flatten(
   }
   return { flat, inferredShape: shape.length === 1 && shape[0] === 0 ? [0] : shape, inferredDType };
 }
+
+// The ops call the getters and methods of every handle; frozen, neither the class nor its prototype can be given
+// other ones (a getter that returns another offset or storage), and with each handle non-extensible (its
+// constructor) no own property can shadow them.
+Object.freeze(Tensor.prototype);
+Object.freeze(Tensor);

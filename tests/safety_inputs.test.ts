@@ -1,4 +1,4 @@
-// Issue 10, holes 3 and 4 and the bad-input list: frozen, validated tensor metadata; integers the native side
+// Issue 10, holes 3 and 4 and the bad-input list: frozen, validated tensor metadata read once; integers the native side
 // cannot represent refused in TypeScript (merely large ones computed); typed errors naming the rule for bad
 // values, unknown option keys and seeds; ops that throw leave nothing rented; keepDims as a bare boolean.
 import { test } from "node:test";
@@ -20,23 +20,25 @@ function throwsTyped(fn: () => unknown, type: new (...args: never[]) => Error, m
   assert.throws(fn, (e: unknown) => e instanceof type && message.test((e as Error).message), String(message));
 }
 
-test("tensor fields are read-only; modified shape or strides arrays never reach outside the storage", () => {
+/** An array whose element `index` reads `first` once, then `later` at every read after. */
+function shifty(values: number[], index: number, first: number, later: number): number[] {
+  let reads = 0;
+  Object.defineProperty(values, index, { get: () => (reads++ === 0 ? first : later), enumerable: true });
+  return values;
+}
+
+test("tensor fields are read-only; shape and strides are frozen copies of what the ops read", () => {
   using t = Tensor.from([1, 2, 3, 4]);
   assert.throws(() => ((t as { offset: number }).offset = 1 << 28), TypeError);
   assert.throws(() => ((t as unknown as { shape: number[] }).shape = [20]), TypeError);
   assert.throws(() => ((t as { dtype: number }).dtype = DType.F64), TypeError);
   assert.throws(() => ((t.storage as { byteLength: number }).byteLength = 1 << 30), TypeError);
-  // The arrays are plain (frozen arrays slow every op down), so a write lands, and is checked at every access.
-  (t.shape as number[])[0] = 20;
-  throwsTyped(() => t.add(0), TensorShapeError, /reaches elements 0 to 19; its storage holds 4/);
-  throwsTyped(() => t.data(), TensorShapeError, /storage holds 4/);
-  throwsTyped(() => t.sum(), TensorShapeError, /storage holds 4/);
-  (t.shape as number[])[0] = 4;
-  (t.strides as number[])[0] = 1 << 20;
-  throwsTyped(() => t.clone(), TensorShapeError, /storage holds 4/);
-  (t.strides as number[])[0] = 1.5;
-  throwsTyped(() => t.mul(2), TensorShapeError, /stride 1.5/);
-  (t.strides as number[])[0] = 1;
+  // Frozen: a write, an accessor on an element, a longer length all throw; the same array at every read.
+  assert.ok(Object.isFrozen(t.shape) && Object.isFrozen(t.strides) && t.shape === t.shape);
+  assert.throws(() => ((t.shape as number[])[0] = 20), TypeError);
+  assert.throws(() => ((t.strides as number[])[0] = 1 << 20), TypeError);
+  assert.throws(() => ((t.shape as number[]).length = 2), TypeError);
+  assert.throws(() => Object.defineProperty(t.strides, 0, { get: () => 1 << 26 }), TypeError);
   using sum = t.add(0);
   assert.deepEqual([...sum.toArray()], [1, 2, 3, 4]);
   const parts = { storage: t.storage, dtype: DType.F32, shape: [4], strides: [1], offset: 0 };
@@ -56,9 +58,38 @@ test("tensor fields are read-only; modified shape or strides arrays never reach 
     /2\^31 - 1/,
   );
   assert.throws(() => new Tensor({ ...parts, storage: {} as never }), OptionError);
+  assert.throws(
+    () => new Tensor({ ...parts, storage: Object.create(t.storage.constructor.prototype) }),
+    OptionError,
+  );
+  // The graph fields are the ops' and withRequiresGrad's.
+  using w = Tensor.from([1, 2]).withRequiresGrad();
+  throwsTyped(() => new Tensor({ ...parts, leaf: w.leaf } as never), OptionError, /gradFn and leaf/);
 });
 
-test("no subclass or own property can change the shape the ops read behind the bounds check", () => {
+test("arrays that read differently at each access are read once: what was checked is what the kernel gets", () => {
+  using t = Tensor.from([1, 2, 3, 4]);
+  const parts = { storage: t.storage, dtype: DType.F32, offset: 0 };
+  // The check sees the first read; a later read (another value, past the storage) never reaches a kernel.
+  using view = new Tensor({ ...parts, shape: [4], strides: shifty([0], 0, 1, 1 << 26) });
+  assert.deepEqual([...view.add(1).toArray()], [2, 3, 4, 5]);
+  using narrow = new Tensor({ ...parts, shape: shifty([0], 0, 4, 1 << 20), strides: [1] });
+  assert.deepEqual(narrow.shape, [4]);
+  using zeros = Tensor.zeros(shifty([0, 2], 0, 3, 1 << 20));
+  assert.deepEqual(zeros.shape, [3, 2]);
+  assert.equal(zeros.add(1).sum().item(), 6);
+  using reshaped = t.reshape(shifty([0, 2], 0, 2, 1 << 20));
+  assert.deepEqual(reshaped.shape, [2, 2]);
+  // A proxy that lies about its length and elements is read once, too.
+  let lengthReads = 0;
+  const liar = new Proxy([4], {
+    get: (target, key) => key === "length" ? (lengthReads++ === 0 ? 1 : 8) : Reflect.get(target, key),
+  });
+  using proxied = new Tensor({ ...parts, shape: liar, strides: [1] });
+  assert.deepEqual(proxied.shape, [4]);
+});
+
+test("no subclass, own property or prototype change can alter what the ops read behind the bounds check", () => {
   using t = Tensor.from(new Float32Array(16));
   const parts = { storage: t.storage, dtype: DType.F32, shape: [16], strides: [1], offset: 0 };
   class Wide extends Tensor {
@@ -70,25 +101,52 @@ test("no subclass or own property can change the shape the ops read behind the b
   assert.throws(() => Object.defineProperty(t, "shape", { get: () => [4096] }), TypeError);
   assert.throws(() => Object.setPrototypeOf(t, Object.create(Tensor.prototype)), TypeError);
   assert.throws(() => Object.assign(t, { extra: 1 }), TypeError);
+  // The classes and prototypes the ops call into are frozen.
+  for (const name of ["offset", "strides", "storage", "dtype", "operand"]) {
+    assert.throws(
+      () => Object.defineProperty(Tensor.prototype, name, { get: () => 1 << 28 }),
+      TypeError,
+      name,
+    );
+  }
+  const storage = t.storage.constructor as { prototype: object };
+  assert.throws(() => Object.defineProperty(storage.prototype, "pointer", { value: () => null }), TypeError);
+  assert.throws(() => ((Tensor as { zeros: unknown }).zeros = () => t), TypeError);
+  // An own property on a storage does not reach native code: the ops read its private fields.
+  Object.defineProperty(t.storage, "pointer", { value: () => Tensor.from([1]).storage.pointer("x") });
+  Object.defineProperty(t.storage, "byteLength", { value: 1 << 30 });
+  Object.defineProperty(t.storage, "isReleased", { value: false });
   using sum = t.add(t);
   assert.deepEqual(sum.shape, [16]);
+  assert.equal(sum.sum().item(), 0);
+  const big = { ...parts, shape: [1 << 20] };
+  throwsTyped(() => new Tensor(big), TensorShapeError, /storage holds 16/);
 });
 
-test("a gradient's strides are checked like any handle's; a leaf takes only a gradient of its own shape", () => {
+test("a gradient is checked like any handle; a leaf takes only a gradient of its own shape; records are read-only", () => {
   using w = Tensor.from([1, 2, 3]).withRequiresGrad();
   {
     using _ = new ActivationScope();
     ops.sum(ops.mul(w, w)).backward();
   }
   assert.deepEqual([...w.grad!.toArray()], [2, 4, 6]);
-  (w.grad!.strides as number[])[0] = 16;
-  {
-    using _ = new ActivationScope();
-    throwsTyped(() => ops.sum(ops.mul(w, w)).backward(), TensorShapeError, /storage holds 3/);
-  }
-  (w.grad!.strides as number[])[0] = 1;
+  assert.throws(() => ((w.grad!.strides as number[])[0] = 16), TypeError);
   throwsTyped(() => (w.grad = Tensor.zeros([5])), TensorShapeError, /leaf's dtype and shape \[3\]/);
+  assert.throws(() => ((w.leaf as { grad: unknown }).grad = Tensor.zeros([5])), TypeError);
+  assert.throws(() => ((w.leaf!.shape as number[])[0] = 5), TypeError);
   assert.deepEqual([...w.grad!.toArray()], [2, 4, 6]);
+  // A record handed out is frozen, with the records it reaches: no shape or attribute can be changed.
+  using _ = new ActivationScope();
+  const y = ops.sum(ops.permute(ops.mul(w.reshape([3, 1]), 2), [1, 0]));
+  const record = y.gradFn!;
+  assert.ok(Object.isFrozen(record) && Object.isFrozen(record.inputs[0]));
+  assert.throws(() => ((record.inputs[0].shape as number[])[0] = 100), TypeError);
+  const permute = record.inputs[0].node as typeof record;
+  assert.equal(permute.op, "Permute");
+  assert.throws(() => ((permute.attrs as { dims: number[] }).dims[0] = 5), TypeError);
+  assert.throws(() => ((permute as { inputs: unknown }).inputs = []), TypeError);
+  y.backward();
+  assert.deepEqual([...w.grad!.toArray()], [4, 6, 8]);
 });
 
 test("integers beyond 32 bits are refused in TypeScript, naming the parameter and its limit", () => {

@@ -13,8 +13,8 @@ import { formatShape } from "../core/shape.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { BinaryOp } from "../kernels/types.ts";
 import { ActivationScope } from "../memory/scope.ts";
-import { allocate, type Tensor } from "../tensor.ts";
-import { type AutogradNode, BackwardRecord, LeafNode, nodeOf } from "./record.ts";
+import { allocate, shapeOf, type Tensor } from "../tensor.ts";
+import { type AutogradNode, BackwardRecord, LeafNode, nodeOf, setLeafGrad } from "./record.ts";
 import { runRule } from "./rules.ts";
 
 /** Records reachable from `root`, each after every record that consumes its output. */
@@ -44,7 +44,7 @@ function topologicalOrder(root: BackwardRecord): BackwardRecord[] {
 /** Adds `g` into the leaf's gradient: a copy no scope tracks the first time, in place afterwards. */
 function accumulate(leaf: LeafNode, g: Tensor): void {
   if (leaf.grad === null || leaf.grad.isReleased) {
-    leaf.grad = g.clone();
+    setLeafGrad(leaf, g.clone());
     return;
   }
   addInto("backward", leaf.grad, g);
@@ -58,20 +58,22 @@ export function backward(root: Tensor, grad?: Tensor): void {
       "backward: this tensor does not require gradients (no input was made with withRequiresGrad(), or gradients were off)",
     );
   }
-  if (grad !== undefined && (grad.rank !== root.rank || grad.shape.some((e, i) => e !== root.shape[i]))) {
+  if (
+    grad !== undefined && (grad.rank !== root.rank || shapeOf(grad).some((e, i) => e !== shapeOf(root)[i]))
+  ) {
     throw new TensorShapeError(
       "backward",
-      `the gradient has shape ${formatShape(grad.shape)} but the tensor has ${formatShape(root.shape)}`,
-      [root.shape, grad.shape],
+      `the gradient has shape ${formatShape(shapeOf(grad))} but the tensor has ${formatShape(shapeOf(root))}`,
+      [shapeOf(root), shapeOf(grad)],
     );
   }
   if (grad === undefined && root.size !== 1) {
     throw new TensorShapeError(
       "backward",
       `backward() without a gradient needs a one-element tensor, got ${
-        formatShape(root.shape)
+        formatShape(shapeOf(root))
       }; pass backward(grad)`,
-      [root.shape],
+      [shapeOf(root)],
     );
   }
   if (start instanceof BackwardRecord && start.isReleased) {
@@ -80,7 +82,7 @@ export function backward(root: Tensor, grad?: Tensor): void {
     );
   }
   using _scope = new ActivationScope();
-  const seed = grad ?? allocate("backward", root.shape, DType.F32, false, { scoped: true });
+  const seed = grad ?? allocate("backward", shapeOf(root), DType.F32, false, { scoped: true });
   if (grad === undefined) seed.fill(1);
   if (start instanceof LeafNode) {
     accumulate(start, seed);

@@ -10,17 +10,42 @@ import type { DType } from "../core/dtype.ts";
 import { BackwardNotImplementedError, TensorVersionError } from "../core/errors.ts";
 import { type OpDefinition, type OpName, OPS, type RecordKind } from "../core/op_table.ts";
 import { type ComputeSnapshot, computeSnapshot, gradEnabled } from "../context.ts";
-import { attachRecord, type Tensor } from "../tensor.ts";
+import { attachRecord, gradFnOf, shapeOf, type Tensor } from "../tensor.ts";
 
 /** The operations that record, named as in the spec's table and autograd.md; derived from the op table. */
 export type OpKind = RecordKind;
 
+/**
+ * Internal: sets a leaf's gradient (the backward pass, and `Tensor.grad`'s setter after its checks); no code
+ * outside the library can give a leaf a gradient of another shape to accumulate into.
+ */
+export let setLeafGrad: (leaf: LeafNode, grad: Tensor | null) => void;
+
 /** A gradient leaf: where `backward()` accumulates the gradient of a tensor made by `withRequiresGrad()`. */
 export class LeafNode {
+  /** The leaf's shape (frozen). */
+  readonly shape: readonly number[];
+  /** The leaf's dtype. */
+  readonly dtype: DType;
+  #grad: Tensor | null = null;
+
+  static {
+    setLeafGrad = (leaf, grad) => {
+      leaf.#grad = grad;
+    };
+  }
+
+  /** The node of a leaf of `shape` and `dtype`; read-only (the backward pass and `Tensor.grad` set `grad`). */
+  constructor(shape: readonly number[], dtype: DType) {
+    this.shape = Object.freeze(shape.slice());
+    this.dtype = dtype;
+    Object.freeze(this);
+  }
+
   /** The accumulated gradient, or null before the first backward pass. */
-  grad: Tensor | null = null;
-  /** The node of a leaf of `shape` and `dtype`. */
-  constructor(readonly shape: readonly number[], readonly dtype: DType) {}
+  get grad(): Tensor | null {
+    return this.#grad;
+  }
 }
 
 /** Makes the node of a new leaf. */
@@ -261,7 +286,41 @@ export class BackwardRecord<K extends OpKind = OpKind> {
 
 /** The node gradients flow into for `t`, or null when it needs none. */
 export function nodeOf(t: Tensor): AutogradNode | null {
-  return t.gradFn ?? t.leaf;
+  return gradFnOf(t) ?? t.leaf;
+}
+
+/**
+ * Freezes `record` and every record it reaches (its inputs' nodes, their inputs' ...), with their inputs,
+ * saved slots and attributes, the first time code outside the library is handed one (`Tensor.gradFn`): the
+ * backward pass trusts what a record says of shapes and geometry, so nothing outside may change it. The
+ * records the ops make are not frozen until then (freezing costs more than the rest of a small op).
+ */
+export function exposeRecord(record: BackwardRecord): BackwardRecord {
+  const pending: BackwardRecord[] = [record];
+  while (pending.length > 0) {
+    const r = pending.pop()!;
+    if (Object.isFrozen(r)) continue;
+    for (const entry of r.inputs) {
+      (entry as { shape: readonly number[] }).shape = Object.freeze(entry.shape.slice());
+      Object.freeze(entry);
+      if (entry.node instanceof BackwardRecord) pending.push(entry.node);
+    }
+    for (const slot of r.saved) if (slot !== null) Object.freeze(slot);
+    deepFreeze(r.attrs);
+    Object.freeze(r.inputs);
+    Object.freeze(r.saved);
+    Object.freeze(r.owned);
+    Object.freeze(r.settings);
+    Object.freeze(r);
+  }
+  return record;
+}
+
+/** Freezes an attributes object and the arrays in it. */
+function deepFreeze(value: unknown): void {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
+  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  Object.freeze(value);
 }
 
 /** Whether an op over `inputs` records: gradient mode on and at least one input requires gradients. */
@@ -289,7 +348,7 @@ export function record<K extends OpKind>(
   inputs: readonly Tensor[],
   parts: RecordParts<K> = {},
 ): Tensor {
-  const entries = inputs.map((t) => ({ node: nodeOf(t), shape: t.shape, dtype: t.dtype }));
+  const entries = inputs.map((t) => ({ node: nodeOf(t), shape: shapeOf(t), dtype: t.dtype }));
   const saved = (parts.saved ?? []).map((t) => (t === null ? null : new SavedTensor(t)));
   const attrs = parts.attrs ?? ({} as AttributesOf<K>);
   attachRecord(result, new BackwardRecord(op, entries, saved, attrs, parts.owned ?? []));
@@ -331,3 +390,11 @@ export function recordAs(
   }
   return record(result, grad.record as RecordKind, inputs, parts);
 }
+
+// Frozen, like `Tensor`: no code outside the library can change what the methods of the autograd records do.
+Object.freeze(LeafNode.prototype);
+Object.freeze(LeafNode);
+Object.freeze(SavedTensor.prototype);
+Object.freeze(SavedTensor);
+Object.freeze(BackwardRecord.prototype);
+Object.freeze(BackwardRecord);

@@ -7,7 +7,7 @@
  */
 import { DType } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { allocate, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
 import { ge, le, minimum, sigmoid, where } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
@@ -34,11 +34,11 @@ export type BackwardRule<K extends OpKind = OpKind> = (
 
 /** Sums `g` down to `shape` over the axes broadcasting stretched (leading axes, and extent-1 axes). */
 export function sumToShape(g: Tensor, shape: readonly number[]): Tensor {
-  if (g.rank === shape.length && g.shape.every((e, i) => e === shape[i])) return g;
+  if (g.rank === shape.length && shapeOf(g).every((e, i) => e === shape[i])) return g;
   const lead = g.rank - shape.length;
   const axes: number[] = [];
   for (let i = 0; i < g.rank; i++) {
-    if (i < lead || (shape[i - lead] === 1 && g.shape[i] !== 1)) axes.push(i);
+    if (i < lead || (shape[i - lead] === 1 && shapeOf(g)[i] !== 1)) axes.push(i);
   }
   const reduced = axes.length === 0 ? g : sum(g, axes, { keepDims: true });
   return reshape(reduced, shape);
@@ -257,10 +257,10 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     const { kernel: [kh, kw], stride, padding } = r.attrs;
     const [eh, ew] = r.attrs.extra ?? [0, 0];
     const [n, c, h, w] = r.inputShape(0);
-    const [, , oh, ow] = g.shape;
+    const [, , oh, ow] = shapeOf(g);
     const geometry = windowGeometry([kh, kw], [...stride], [...padding], [1, 1], [oh, ow]);
     const scaled = div(g, r.saved.length > 0 ? r.savedTensor(0) : kh * kw);
-    const s = scaled.strides;
+    const s = stridesOf(scaled);
     const windows = viewOf(scaled, {
       shape: [n, c, kh, kw, oh, ow],
       strides: [s[0], s[1], 0, 0, s[2], s[3]],
@@ -436,7 +436,7 @@ function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)
   const weightShape = r.inputShape(1);
   const [n, c] = input;
   const [o, cg] = weightShape;
-  const [oh, ow] = g.shape.slice(2);
+  const [oh, ow] = shapeOf(g).slice(2);
   const geometry = windowGeometry([kh, kw], [...stride], [...padding], [...dilation], [oh, ow]);
   const k = cg * kh * kw;
   const grouped = reshape(g, [n, groups, o / groups, oh * ow]);
@@ -472,7 +472,7 @@ function convTranspose2dBackward(r: BackwardRecord<"ConvTranspose2d">, g: Tensor
       groups,
     });
     // An output padding of at least the stride (allowed below the dilation) gives rows past the input's.
-    dx = full.shape[2] === h && full.shape[3] === w ? full : slice(slice(full, 2, 0, h), 3, 0, w);
+    dx = shapeOf(full)[2] === h && shapeOf(full)[3] === w ? full : slice(slice(full, 2, 0, h), 3, 0, w);
   }
   let dWeight: Tensor | null = null;
   if (r.needsGrad(1)) {
@@ -491,9 +491,9 @@ export function runRule(record: BackwardRecord, g: Tensor): (Tensor | null)[] {
   const grads = (rules[record.op] as BackwardRule)(record, g);
   grads.forEach((grad, i) => {
     const shape = record.inputShape(i);
-    if (grad !== null && (grad.rank !== shape.length || grad.shape.some((e, d) => e !== shape[d]))) {
+    if (grad !== null && (grad.rank !== shape.length || shapeOf(grad).some((e, d) => e !== shape[d]))) {
       throw new Error(
-        `backward of ${record.op}: gradient ${i} has shape ${formatShape(grad.shape)}, its input ${
+        `backward of ${record.op}: gradient ${i} has shape ${formatShape(shapeOf(grad))}, its input ${
           formatShape(shape)
         }`,
       );

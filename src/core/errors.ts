@@ -27,7 +27,10 @@ export class TensorShapeError extends RangeError {
     super(`${op}: ${rule}`, options);
     this.name = "TensorShapeError";
     this.op = op;
-    this.shapes = shapes;
+    // Copies: the shapes may be a tensor's own arrays, which no code outside the library may reach.
+    this.shapes = Object.freeze(
+      shapes.map((shape) => Array.isArray(shape) ? Object.freeze(shape.slice()) : shape),
+    );
   }
 }
 

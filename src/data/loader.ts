@@ -9,7 +9,7 @@ import { TensorShapeError } from "../core/errors.ts";
 import type { TypedArray } from "../core/dtype.ts";
 import { Xorshift128 } from "../core/random.ts";
 import { formatShape } from "../core/shape.ts";
-import { Tensor } from "../tensor.ts";
+import { shapeOf, Tensor } from "../tensor.ts";
 
 /** Options of `DataLoader`. */
 export interface DataLoaderOptions {
@@ -71,20 +71,20 @@ export class DataLoader implements Iterable<Tensor[]>, Disposable {
       const t = s instanceof Tensor ? s : Tensor.from(s);
       if (!(s instanceof Tensor)) this.#owned.push(t);
       if (t.rank === 0) {
-        throw new TensorShapeError(op, "a source must have a first axis, got a scalar", [t.shape]);
+        throw new TensorShapeError(op, "a source must have a first axis, got a scalar", [shapeOf(t)]);
       }
       if (t.isContiguous) return t;
       const copy = t.contiguous();
       this.#owned.push(copy);
       return copy;
     });
-    this.rows = this.#sources[0].shape[0];
+    this.rows = shapeOf(this.#sources[0])[0];
     for (const t of this.#sources) {
-      if (t.shape[0] !== this.rows) {
+      if (shapeOf(t)[0] !== this.rows) {
         throw new TensorShapeError(
           op,
-          `every source needs ${this.rows} rows, got ${formatShape(t.shape)}`,
-          this.#sources.map((s) => s.shape),
+          `every source needs ${this.rows} rows, got ${formatShape(shapeOf(t))}`,
+          this.#sources.map((s) => shapeOf(s)),
         );
       }
     }
@@ -133,7 +133,7 @@ export class DataLoader implements Iterable<Tensor[]>, Disposable {
 
   #batchTensors(): Tensor[] {
     this.#batches ??= this.#sources.map((s) =>
-      Tensor.empty([this.batchSize, ...s.shape.slice(1)], { dtype: s.dtype })
+      Tensor.empty([this.batchSize, ...shapeOf(s).slice(1)], { dtype: s.dtype })
     );
     return this.#batches;
   }

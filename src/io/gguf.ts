@@ -25,6 +25,7 @@ import {
   TensorMap,
   withBytes,
 } from "./source.ts";
+import { shapeOf } from "../tensor.ts";
 
 /** The GGUF metadata value types, by the names of the reference implementation. */
 export type GgufType =
@@ -335,7 +336,7 @@ export function writeGguf(
         op,
         `tensor "${name}" has rank ${tensor.rank}; GGML tensors have at most 4`,
         [
-          tensor.shape,
+          shapeOf(tensor),
         ],
       );
     }
@@ -343,7 +344,7 @@ export function writeGguf(
     const bytes = (tensor.size / info.blockElements) * info.blockBytes;
     out.string(name);
     out.u32(tensor.rank);
-    for (let d = tensor.rank - 1; d >= 0; d--) out.u64(BigInt(tensor.shape[d]));
+    for (let d = tensor.rank - 1; d >= 0; d--) out.u64(BigInt(shapeOf(tensor)[d]));
     out.u32(id);
     out.u64(BigInt(offset));
     const at = offset;

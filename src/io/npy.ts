@@ -22,6 +22,7 @@ import {
   readTensor,
   withBytes,
 } from "./source.ts";
+import { shapeOf, stridesOf } from "../tensor.ts";
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // "\x93NUMPY"
 /** Headers above 1 MiB are refused (NumPy's own default limit is 10 000 bytes). */
@@ -213,10 +214,10 @@ export function npyParts<T>(
   use: (header: Uint8Array, bytes: Uint8Array) => T,
 ): T {
   const descr = npyDescr(op, name, tensor);
-  const reversed = tensor.shape.map((_, i) => tensor.rank - 1 - i);
+  const reversed = shapeOf(tensor).map((_, i) => tensor.rank - 1 - i);
   const fortran = tensor.blockSize === 0 && !tensor.isContiguous &&
-    isContiguous(reversed.map((i) => tensor.shape[i]), reversed.map((i) => tensor.strides[i]));
-  const header = npyHeader(descr, fortran, tensor.shape);
+    isContiguous(reversed.map((i) => shapeOf(tensor)[i]), reversed.map((i) => stridesOf(tensor)[i]));
+  const header = npyHeader(descr, fortran, shapeOf(tensor));
   return withBytes(op, name, fortran ? tensor.permute(reversed) : tensor, (bytes) => use(header, bytes));
 }
 

@@ -25,6 +25,7 @@ import {
   TensorMap,
   withBytes,
 } from "./source.ts";
+import { shapeOf } from "../tensor.ts";
 
 /** safetensors' names of the dtypes zigtensor has, in the order of the reference implementation's enum. */
 const DTYPES: readonly (readonly [string, DType])[] = [
@@ -146,7 +147,7 @@ export function saveSafetensors(
   for (const { name, tensor, dtype } of entries) {
     const info = dtypeInfo(tensor.dtype);
     const bytes = tensor.size * info.blockBytes;
-    setOwn(header, name, { dtype, shape: tensor.shape, data_offsets: [offset, offset + bytes] });
+    setOwn(header, name, { dtype, shape: shapeOf(tensor), data_offsets: [offset, offset + bytes] });
     offset += bytes;
   }
   const json = new TextEncoder().encode(JSON.stringify(header));

@@ -448,3 +448,9 @@ function createArena(chunkBytes: number): NativePointer {
 
 /** Whether the loaded library is the CHECKED build (poison and canaries). */
 export const isCheckedBuild: boolean = library.checked;
+
+// Frozen, like `Tensor`: no code outside the library can change what the methods of the pool or an arena do.
+Object.freeze(BufferPool.prototype);
+Object.freeze(BufferPool);
+Object.freeze(Arena.prototype);
+Object.freeze(Arena);

@@ -256,3 +256,7 @@ export function tidy<T>(fn: () => T): T {
     ) as T;
   });
 }
+
+// Frozen, like `Tensor`: no code outside the library can change what the methods of a scope do.
+Object.freeze(ActivationScope.prototype);
+Object.freeze(ActivationScope);

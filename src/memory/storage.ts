@@ -125,6 +125,17 @@ export function setScopeLookup(lookup: () => StorageSet | null): void {
   currentSet = lookup;
 }
 
+/**
+ * Internal (not exported from the package): what native code is handed and checked against, read from the
+ * storage's private fields, so that no property defined on a storage (or on `Storage.prototype`) stands in
+ * for them. `storagePointer` throws `StaleTensorError(op)` after release.
+ */
+export let storagePointer: (storage: Storage, op: string) => NativePointer;
+/** Internal: the bytes a storage holds (see `storagePointer`). */
+export let storageBytes: (storage: Storage) => number;
+/** Internal: whether `value` is a storage this module made (a brand check, not `instanceof`). */
+export let isStorage: (value: unknown) => value is Storage;
+
 /** Module-private access to a storage's owner, for `ActivationScope`; not exported from the package. */
 export const ownership: {
   ownerOf(storage: Storage): StorageSet | null;
@@ -169,6 +180,12 @@ export class Storage {
   static {
     ownership.ownerOf = (storage) => storage.#owner;
     ownership.moveTo = (storage, set) => storage.#moveTo(set);
+    storagePointer = (storage, op) => {
+      if (storage.#stale()) throw new StaleTensorError(op);
+      return storage.#pointer;
+    };
+    storageBytes = (storage) => storage.#byteLength;
+    isStorage = (value): value is Storage => typeof value === "object" && value !== null && #pointer in value;
   }
 
   private constructor(pointer: NativePointer, byteLength: number, arena: Arena | null) {
@@ -254,8 +271,7 @@ export class Storage {
    * ```
    */
   pointer(op: string): NativePointer {
-    if (this.isReleased) throw new StaleTensorError(op);
-    return this.#pointer;
+    return storagePointer(this, op);
   }
 
   /**
@@ -272,7 +288,7 @@ export class Storage {
    * ```
    */
   buffer(op: string): ArrayBuffer {
-    if (this.isReleased) throw new StaleTensorError(op);
+    if (this.#stale()) throw new StaleTensorError(op);
     if (this.#buffer === null) {
       this.#buffer = ffi.arrayBuffer(this.#pointer, this.#byteLength);
       if (this.#byteLength > 0) this.#probe = new Uint8Array(this.#buffer, 0, 1);
@@ -296,6 +312,11 @@ export class Storage {
    * ```
    */
   get isReleased(): boolean {
+    return this.#stale();
+  }
+
+  /** `isReleased`, from the private fields. */
+  #stale(): boolean {
     // A view of a detached buffer has length 0: the probe's length is the fast check (detached is a slow
     // builtin, byteLength a call in JavaScriptCore). A zero-byte storage has no probe: its buffer is an ordinary
     // one of the JS heap, nothing to retire when transferred.
@@ -428,3 +449,9 @@ export class Storage {
     this.#ownerIndex = -1;
   }
 }
+
+// Frozen, like `Tensor`: no code outside the library can change what the methods of a storage set or storage do.
+Object.freeze(StorageSet.prototype);
+Object.freeze(StorageSet);
+Object.freeze(Storage.prototype);
+Object.freeze(Storage);

@@ -7,7 +7,7 @@
 import { TensorShapeError } from "../core/errors.ts";
 import { Xorshift128 } from "../core/random.ts";
 import { formatShape } from "../core/shape.ts";
-import { Tensor } from "../tensor.ts";
+import { shapeOf, Tensor } from "../tensor.ts";
 import * as ops from "../ops/mod.ts";
 import { pair } from "../ops/common.ts";
 import { drawSeed, fanInUniform, normal } from "./init.ts";
@@ -17,7 +17,7 @@ type Pair = number | readonly [number, number];
 
 function checkRank(op: string, x: Tensor, ranks: readonly number[], what: string): void {
   if (!ranks.includes(x.rank)) {
-    throw new TensorShapeError(op, `expects ${what}, got ${formatShape(x.shape)}`, [x.shape]);
+    throw new TensorShapeError(op, `expects ${what}, got ${formatShape(shapeOf(x))}`, [shapeOf(x)]);
   }
 }
 
@@ -633,12 +633,12 @@ export class Flatten extends Module {
     if (!(start >= 0 && start <= end && end < rank)) {
       throw new TensorShapeError(
         "Flatten",
-        `axes ${this.startDim} … ${this.endDim} do not fit ${formatShape(x.shape)}`,
-        [x.shape],
+        `axes ${this.startDim} … ${this.endDim} do not fit ${formatShape(shapeOf(x))}`,
+        [shapeOf(x)],
       );
     }
-    const merged = x.shape.slice(start, end + 1).reduce((a, b) => a * b, 1);
-    return x.reshape([...x.shape.slice(0, start), merged, ...x.shape.slice(end + 1)]);
+    const merged = shapeOf(x).slice(start, end + 1).reduce((a, b) => a * b, 1);
+    return x.reshape([...shapeOf(x).slice(0, start), merged, ...shapeOf(x).slice(end + 1)]);
   }
 }
 

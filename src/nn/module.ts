@@ -11,6 +11,7 @@ import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import type { Tensor } from "../tensor.ts";
+import { shapeOf } from "../tensor.ts";
 
 /**
  * `loadStateDict` in strict mode found keys missing from the dictionary or keys the module does not have.
@@ -177,13 +178,16 @@ export abstract class Module<In extends unknown[] = [Tensor], Out = Tensor> impl
     for (const [key, target] of own) {
       const source = entries.get(key);
       if (source === undefined) continue;
-      if (source.shape.length !== target.shape.length || source.shape.some((e, i) => e !== target.shape[i])) {
+      if (
+        shapeOf(source).length !== shapeOf(target).length ||
+        shapeOf(source).some((e, i) => e !== shapeOf(target)[i])
+      ) {
         throw new TensorShapeError(
           op,
-          `"${key}" has shape ${formatShape(source.shape)} in the dictionary but ${
-            formatShape(target.shape)
+          `"${key}" has shape ${formatShape(shapeOf(source))} in the dictionary but ${
+            formatShape(shapeOf(target))
           } in the module`,
-          [target.shape, source.shape],
+          [shapeOf(target), shapeOf(source)],
         );
       }
       if (source.dtype !== target.dtype) {

@@ -13,6 +13,7 @@ import * as ops from "../ops/mod.ts";
 import { Xorshift128 } from "../core/random.ts";
 import { drawSeed, fanInUniform } from "./init.ts";
 import { Module } from "./module.ts";
+import { shapeOf } from "../tensor.ts";
 
 /** Options of `LSTM` and `GRU`. */
 export interface RecurrentOptions {
@@ -116,8 +117,8 @@ abstract class Recurrent<State> extends Module<[Tensor, State?], [Tensor, State]
     if (x.rank !== 3) {
       throw new TensorShapeError(
         this.name,
-        `expects ${this.batchFirst ? "[N, T, I]" : "[T, N, I]"}, got ${formatShape(x.shape)}`,
-        [x.shape],
+        `expects ${this.batchFirst ? "[N, T, I]" : "[T, N, I]"}, got ${formatShape(shapeOf(x))}`,
+        [shapeOf(x)],
       );
     }
     return this.batchFirst ? x : x.transpose(0, 1);

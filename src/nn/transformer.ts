@@ -9,7 +9,7 @@ import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { Xorshift128 } from "../core/random.ts";
 import { formatShape } from "../core/shape.ts";
-import { Tensor } from "../tensor.ts";
+import { shapeOf, Tensor } from "../tensor.ts";
 import * as ops from "../ops/mod.ts";
 import { additiveMask, causalAllowed } from "../ops/nn.ts";
 import { drawSeed, xavierUniform } from "./init.ts";
@@ -52,21 +52,21 @@ function combinedMask(
   const { attnMask, keyPaddingMask } = masks;
   const op = "MultiheadAttention";
   if (attnMask !== undefined) {
-    const ok = (attnMask.rank === 2 && attnMask.shape[0] === l && attnMask.shape[1] === s) ||
-      (attnMask.rank === 3 && attnMask.shape.join() === [n * heads, l, s].join());
+    const ok = (attnMask.rank === 2 && shapeOf(attnMask)[0] === l && shapeOf(attnMask)[1] === s) ||
+      (attnMask.rank === 3 && shapeOf(attnMask).join() === [n * heads, l, s].join());
     if (!ok) {
       throw new TensorShapeError(
         op,
-        `attnMask must be [${l}, ${s}] or [${n * heads}, ${l}, ${s}], got ${formatShape(attnMask.shape)}`,
-        [attnMask.shape],
+        `attnMask must be [${l}, ${s}] or [${n * heads}, ${l}, ${s}], got ${formatShape(shapeOf(attnMask))}`,
+        [shapeOf(attnMask)],
       );
     }
   }
-  if (keyPaddingMask !== undefined && keyPaddingMask.shape.join() !== [n, s].join()) {
+  if (keyPaddingMask !== undefined && shapeOf(keyPaddingMask).join() !== [n, s].join()) {
     throw new TensorShapeError(
       op,
-      `keyPaddingMask must be [${n}, ${s}], got ${formatShape(keyPaddingMask.shape)}`,
-      [keyPaddingMask.shape],
+      `keyPaddingMask must be [${n}, ${s}], got ${formatShape(shapeOf(keyPaddingMask))}`,
+      [shapeOf(keyPaddingMask)],
     );
   }
   const parts: Tensor[] = [];
@@ -147,20 +147,20 @@ export class MultiheadAttention extends Module<[Tensor, Tensor, Tensor, Attentio
     const e = this.embedDim;
     const heads = this.numHeads;
     for (const t of [query, key, value]) {
-      if (t.rank !== 3 || t.shape[2] !== e) {
+      if (t.rank !== 3 || shapeOf(t)[2] !== e) {
         throw new TensorShapeError(
           "MultiheadAttention",
           `query, key and value must be ${this.batchFirst ? "[N, L, E]" : "[L, N, E]"} with E = ${e}, got ${
-            formatShape(t.shape)
+            formatShape(shapeOf(t))
           }`,
-          [query.shape, key.shape, value.shape],
+          [shapeOf(query), shapeOf(key), shapeOf(value)],
         );
       }
     }
     const major = (t: Tensor) => (this.batchFirst ? t : t.transpose(0, 1));
     const [q0, k0, v0] = [query, key, value].map(major);
-    const [n, l] = q0.shape;
-    const s = k0.shape[1];
+    const [n, l] = shapeOf(q0);
+    const s = shapeOf(k0)[1];
     const d = e / heads;
     // [N, len, E] → [N, heads, len, d] through the i-th block of the stacked projection.
     const project = (x: Tensor, i: number, len: number) =>

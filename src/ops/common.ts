@@ -10,7 +10,7 @@ import { checkInteger, describe, INT32_MAX } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, computeSnapshot, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
-import { allocateOutput, freshOperand, Tensor } from "../tensor.ts";
+import { allocateOutput, freshOperand, shapeOf, stridesOf, Tensor } from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { BinaryOp, type UnaryOp } from "../kernels/types.ts";
 import { binaryWritesBool, DTYPE_RULES, type DTypeClass, type OpName, OPS } from "../core/op_table.ts";
@@ -162,13 +162,13 @@ export function checkParameter(
 ): void {
   if (t === undefined) return;
   checkF32(op, t);
-  if (t.rank !== shape.length || t.shape.some((e, i) => e !== shape[i])) {
+  if (t.rank !== shape.length || shapeOf(t).some((e, i) => e !== shape[i])) {
     throw new TensorShapeError(
       op,
-      `${name} must have shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
+      `${name} must have shape ${formatShape(shape)}, got ${formatShape(shapeOf(t))}`,
       [
         shape,
-        t.shape,
+        shapeOf(t),
       ],
     );
   }
@@ -176,8 +176,8 @@ export function checkParameter(
 
 /** Strides that read `t` at the broadcast `shape` (stride 0 along stretched axes). */
 export function broadcastStrides(t: Tensor, shape: readonly number[], op: string): readonly number[] {
-  const own = t.shape;
-  return own === shape || sameExtents(own, shape) ? t.strides : expandView(t, shape, op).strides;
+  const own = shapeOf(t);
+  return own === shape || sameExtents(own, shape) ? stridesOf(t) : expandView(t, shape, op).strides;
 }
 
 /** Whether two shapes have the same extents. */
@@ -196,10 +196,10 @@ export function addInto(op: string, target: Tensor, source: Tensor): void {
   const out = target.operand(op);
   kernels().binary(
     BinaryOp.Add,
-    target.shape,
+    shapeOf(target),
     out,
     out,
-    source.operand(op, broadcastStrides(source, target.shape, op)),
+    source.operand(op, broadcastStrides(source, shapeOf(target), op)),
     settings,
   );
   target.storage.bumpVersion();
@@ -219,8 +219,8 @@ export function newOutput(
  * their views checked) before the output is allocated, so a refused call leaves nothing behind.
  */
 export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): Tensor {
-  const aShape = a.shape;
-  const bShape = b.shape;
+  const aShape = shapeOf(a);
+  const bShape = shapeOf(b);
   const shape = aShape === bShape || sameExtents(aShape, bShape)
     ? aShape
     : broadcastShapes(op, aShape, bShape);
@@ -228,16 +228,16 @@ export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): 
   const bOperand = b.operand(op, broadcastStrides(b, shape, op));
   const out = newOutput(op, shape, binaryWritesBool(kind) ? DType.Bool : DType.F32);
   const compute = computeSnapshot();
-  compute.kernels.binary(kind, out.shape, freshOperand(out, op), aOperand, bOperand, compute);
+  compute.kernels.binary(kind, shapeOf(out), freshOperand(out, op), aOperand, bOperand, compute);
   return out;
 }
 
 /** out = kind(a); `a`'s view is checked before the output is allocated. */
 export function unaryKernel(op: string, kind: UnaryOp, a: Tensor): Tensor {
   const operand = a.operand(op);
-  const out = newOutput(op, a.shape);
+  const out = newOutput(op, shapeOf(a));
   const compute = computeSnapshot();
-  compute.kernels.unary(kind, out.shape, freshOperand(out, op), operand, compute);
+  compute.kernels.unary(kind, shapeOf(out), freshOperand(out, op), operand, compute);
   return out;
 }
 

@@ -11,7 +11,7 @@ import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkInteger, checkOptions } from "../core/options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { allocate, shapeOf, type Tensor } from "../tensor.ts";
 import type { ConvWindowParams } from "../kernels/conv.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { addInto, checkF32, pair, sweepExtents, windowStride } from "./common.ts";
@@ -71,11 +71,11 @@ function windowParams(shape: readonly number[], geometry: WindowGeometry): ConvW
  */
 export function unfold(op: string, x: Tensor, geometry: WindowGeometry): Tensor {
   const { kernel, output } = geometry;
-  const [n, c] = x.shape;
+  const [n, c] = shapeOf(x);
   const columns = allocate(op, [n, c, kernel[0], kernel[1], output[0], output[1]], DType.F32, false, {
     scoped: true,
   });
-  kernels().im2col(windowParams(x.shape, geometry), columns.operand(op), x.operand(op), computeSettings());
+  kernels().im2col(windowParams(shapeOf(x), geometry), columns.operand(op), x.operand(op), computeSettings());
   return columns;
 }
 
@@ -104,38 +104,38 @@ function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOpti
   if (weight.rank !== 4) {
     throw new TensorShapeError(
       op,
-      `weight must be [out channels, in channels / groups, kH, kW], got ${formatShape(weight.shape)}`,
-      [x.shape, weight.shape],
+      `weight must be [out channels, in channels / groups, kH, kW], got ${formatShape(shapeOf(weight))}`,
+      [shapeOf(x), shapeOf(weight)],
     );
   }
   const groups = checkInteger(op, "groups", options.groups ?? 1, 1);
-  const [o, cg, kh, kw] = weight.shape;
+  const [o, cg, kh, kw] = shapeOf(weight);
   if (cg === 0) {
     throw new TensorShapeError(
       op,
-      `the weight ${formatShape(weight.shape)} has no input channels; each group needs at least one`,
-      [x.shape, weight.shape],
+      `the weight ${formatShape(shapeOf(weight))} has no input channels; each group needs at least one`,
+      [shapeOf(x), shapeOf(weight)],
     );
   }
-  const c = x.shape[1];
+  const c = shapeOf(x)[1];
   if (cg * groups !== c || o % groups !== 0) {
     throw new TensorShapeError(
       op,
       `with ${groups} group(s), the input's ${c} channels must equal weight dimension 1 (${cg}) × groups and ` +
-        `the ${o} output channels must divide by groups; got input ${formatShape(x.shape)} and weight ${
-          formatShape(weight.shape)
+        `the ${o} output channels must divide by groups; got input ${formatShape(shapeOf(x))} and weight ${
+          formatShape(shapeOf(weight))
         }`,
-      [x.shape, weight.shape],
+      [shapeOf(x), shapeOf(weight)],
     );
   }
   if (kh === 0 || kw === 0) {
-    throw new TensorShapeError(op, `the kernel ${formatShape([kh, kw])} is empty`, [weight.shape]);
+    throw new TensorShapeError(op, `the kernel ${formatShape([kh, kw])} is empty`, [shapeOf(weight)]);
   }
   const bias = options.bias;
-  if (bias !== undefined && (bias.rank !== 1 || bias.shape[0] !== o)) {
-    throw new TensorShapeError(op, `bias must be [${o}], got ${formatShape(bias.shape)}`, [
-      weight.shape,
-      bias.shape,
+  if (bias !== undefined && (bias.rank !== 1 || shapeOf(bias)[0] !== o)) {
+    throw new TensorShapeError(op, `bias must be [${o}], got ${formatShape(shapeOf(bias))}`, [
+      shapeOf(weight),
+      shapeOf(bias),
     ]);
   }
   const kernel: [number, number] = [kh, kw];
@@ -155,10 +155,10 @@ function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOpti
       Math.floor((dilation[0] * (kh - 1)) / 2),
       Math.floor((dilation[1] * (kw - 1)) / 2),
     ];
-    return { kernel, stride, padding, dilation, output: [x.shape[2], x.shape[3]] };
+    return { kernel, stride, padding, dilation, output: [shapeOf(x)[2], shapeOf(x)[3]] };
   }
   const padding = spec === "valid" ? [0, 0] as [number, number] : pair(op, "padding", spec, 0);
-  const output = sweepExtents(op, x.shape, kernel, stride, padding, dilation, false, false);
+  const output = sweepExtents(op, shapeOf(x), kernel, stride, padding, dilation, false, false);
   return { kernel, stride, padding, dilation, output };
 }
 
@@ -167,8 +167,8 @@ export function checkImage(op: string, x: Tensor): void {
   if (x.rank !== 3 && x.rank !== 4) {
     throw new TensorShapeError(
       op,
-      `${op} takes an NCHW tensor (or one CHW image), got shape ${formatShape(x.shape)}`,
-      [x.shape],
+      `${op} takes an NCHW tensor (or one CHW image), got shape ${formatShape(shapeOf(x))}`,
+      [shapeOf(x)],
     );
   }
 }
@@ -184,9 +184,9 @@ function convolve(
   bias: Tensor | undefined,
   geometry: WindowGeometry,
 ): Tensor {
-  const groups = x.shape[1] / weight.shape[1];
-  const [n] = x.shape;
-  const [o, cg, kh, kw] = weight.shape;
+  const groups = shapeOf(x)[1] / shapeOf(weight)[1];
+  const [n] = shapeOf(x);
+  const [o, cg, kh, kw] = shapeOf(weight);
   const [oh, ow] = geometry.output;
   return GradMode.noGrad(() => {
     const columns = unfold(op, x, geometry);
@@ -234,7 +234,7 @@ export function conv2d(x: Tensor, weight: Tensor, options?: Conv2dOptions): Tens
   const { kernel, stride, padding, dilation } = geometry;
   return record(y, "Conv2d", inputs, {
     saved: [weight.requiresGrad ? x : null, x.requiresGrad ? weight : null],
-    attrs: { kernel, stride, padding, dilation, groups: x.shape[1] / weight.shape[1] },
+    attrs: { kernel, stride, padding, dilation, groups: shapeOf(x)[1] / shapeOf(weight)[1] },
   });
 }
 
@@ -261,8 +261,8 @@ export function conv1d(x: Tensor, weight: Tensor, options?: Conv1dOptions): Tens
     throw new TensorShapeError(
       op,
       `conv1d takes an NCL tensor (or one CL sequence) and a weight [out channels, in channels / groups, k], ` +
-        `got ${formatShape(x.shape)} and ${formatShape(weight.shape)}`,
-      [x.shape, weight.shape],
+        `got ${formatShape(shapeOf(x))} and ${formatShape(shapeOf(weight))}`,
+      [shapeOf(x), shapeOf(weight)],
     );
   }
   const one = (name: string, value: number | undefined, fallback: number, min: number) =>
@@ -311,21 +311,21 @@ function transposeGeometry(op: string, x: Tensor, weight: Tensor, options: ConvT
   groups: number;
   outShape: [number, number, number, number];
 } {
-  const [n, c, h, w] = x.shape;
+  const [n, c, h, w] = shapeOf(x);
   const groups = checkInteger(op, "groups", options.groups ?? 1, 1);
   if (
-    weight.rank !== 4 || weight.shape[0] !== c || c % groups !== 0 || weight.shape[2] === 0 ||
-    weight.shape[3] === 0
+    weight.rank !== 4 || shapeOf(weight)[0] !== c || c % groups !== 0 || shapeOf(weight)[2] === 0 ||
+    shapeOf(weight)[3] === 0
   ) {
     throw new TensorShapeError(
       op,
       `weight must be [in channels (${c}, divisible by groups ${groups}), out channels / groups, kH, kW] with a ` +
-        `non-empty kernel, got ${formatShape(weight.shape)} for input ${formatShape(x.shape)}`,
-      [x.shape, weight.shape],
+        `non-empty kernel, got ${formatShape(shapeOf(weight))} for input ${formatShape(shapeOf(x))}`,
+      [shapeOf(x), shapeOf(weight)],
     );
   }
-  const o = weight.shape[1] * groups;
-  const kernel: [number, number] = [weight.shape[2], weight.shape[3]];
+  const o = shapeOf(weight)[1] * groups;
+  const kernel: [number, number] = [shapeOf(weight)[2], shapeOf(weight)[3]];
   const stride = pair(op, "stride", options.stride ?? 1, 1);
   const padding = pair(op, "padding", options.padding ?? 0, 0);
   const outputPadding = pair(op, "outputPadding", options.outputPadding ?? 0, 0);
@@ -348,14 +348,14 @@ function transposeGeometry(op: string, x: Tensor, weight: Tensor, options: ConvT
       op,
       `the output extents ${formatShape(size)} ((size − 1)·stride − 2·padding + dilation·(kernel − 1) + ` +
         `outputPadding + 1) must be positive`,
-      [x.shape, weight.shape],
+      [shapeOf(x), shapeOf(weight)],
     );
   }
   const bias = options.bias;
-  if (bias !== undefined && (bias.rank !== 1 || bias.shape[0] !== o)) {
-    throw new TensorShapeError(op, `bias must be [${o}], got ${formatShape(bias.shape)}`, [
-      weight.shape,
-      bias.shape,
+  if (bias !== undefined && (bias.rank !== 1 || shapeOf(bias)[0] !== o)) {
+    throw new TensorShapeError(op, `bias must be [${o}], got ${formatShape(shapeOf(bias))}`, [
+      shapeOf(weight),
+      shapeOf(bias),
     ]);
   }
   return {
@@ -391,8 +391,8 @@ export function convTranspose2d(x: Tensor, weight: Tensor, options?: ConvTranspo
   checkImage(op, x);
   if (x.rank === 3) return squeeze(convTranspose2d(unsqueeze(x, 0), weight, options), 0);
   const { geometry, groups, outShape } = transposeGeometry(op, x, weight, options);
-  const [n, c, h, w] = x.shape;
-  const [, og, kh, kw] = weight.shape;
+  const [n, c, h, w] = shapeOf(x);
+  const [, og, kh, kw] = shapeOf(weight);
   const bias = options.bias;
   const y = GradMode.noGrad(() => {
     const weightT = transpose(reshape(weight, [groups, c / groups, og * kh * kw]), -1, -2);

@@ -12,7 +12,7 @@ import { computeSettings, kernels } from "../context.ts";
 import { Layout, nhwcStrides } from "../core/layout.ts";
 import { checkBytes, checkShape, contiguousStrides, formatShape } from "../core/shape.ts";
 import { Storage } from "../memory/storage.ts";
-import { allocate, Tensor } from "../tensor.ts";
+import { allocate, shapeOf, stridesOf, Tensor } from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { blockedShape } from "../kernels/layout.ts";
@@ -24,7 +24,7 @@ export function copyElements(op: string, dst: Tensor, src: Tensor): void {
     copyQuantizedRows(op, dst, src);
     return;
   }
-  kernels().copy(info.blockBytes, src.shape, dst.operand(op), src.operand(op), computeSettings());
+  kernels().copy(info.blockBytes, shapeOf(src), dst.operand(op), src.operand(op), computeSettings());
 }
 
 /** Quantized data moves a row at a time: rows are whole blocks, contiguous along the last axis. */
@@ -34,8 +34,8 @@ function copyQuantizedRows(op: string, dst: Tensor, src: Tensor): void {
   const rank = src.rank;
   // Treat each block as one element of blockBytes bytes: strides and offsets in blocks.
   const toBlocks = (t: Tensor) =>
-    t.operand(op, [...t.strides.slice(0, -1).map((s) => s / b), 1], t.offset / b);
-  const shape = [...src.shape.slice(0, -1), src.shape[rank - 1] / b];
+    t.operand(op, [...stridesOf(t).slice(0, -1).map((s) => s / b), 1], t.offset / b);
+  const shape = [...shapeOf(src).slice(0, -1), shapeOf(src)[rank - 1] / b];
   kernels().copy(info.blockBytes, shape, toBlocks(dst), toBlocks(src), computeSettings());
 }
 
@@ -47,10 +47,10 @@ export function contiguous(t: Tensor): Tensor {
     throw new TensorShapeError(
       "contiguous",
       `a blocked NchwC(${t.blockSize}) tensor converts with toLayout(Layout.Nchw)`,
-      [t.shape],
+      [shapeOf(t)],
     );
   }
-  const out = allocate("contiguous", t.shape, t.dtype, false, { scoped: true });
+  const out = allocate("contiguous", shapeOf(t), t.dtype, false, { scoped: true });
   copyElements("contiguous", out, t);
   return shouldRecord(t) ? record(out, "Reshape", [t]) : out;
 }
@@ -62,10 +62,10 @@ export function clone(t: Tensor): Tensor {
     throw new TensorShapeError(
       "clone",
       `a blocked NchwC(${t.blockSize}) tensor converts with toLayout(Layout.Nchw)`,
-      [t.shape],
+      [shapeOf(t)],
     );
   }
-  const out = allocate("clone", t.shape, t.dtype, false, { scoped: false });
+  const out = allocate("clone", shapeOf(t), t.dtype, false, { scoped: false });
   copyElements("clone", out, t);
   return shouldRecord(t) ? record(out, "Reshape", [t]) : out;
 }
@@ -87,13 +87,13 @@ export function cast(t: Tensor, dtypeLike: DTypeLike): Tensor {
     );
   }
   if (dtype === t.dtype) return contiguousCopy("cast", t, true);
-  const out = allocate("cast", t.shape, dtype, false, { scoped: true });
-  kernels().cast(dtype, t.dtype, t.shape, out.operand("cast"), t.operand("cast"), computeSettings());
+  const out = allocate("cast", shapeOf(t), dtype, false, { scoped: true });
+  kernels().cast(dtype, t.dtype, shapeOf(t), out.operand("cast"), t.operand("cast"), computeSettings());
   return shouldRecord(t) && to.isFloat ? record(out, "Cast", [t]) : out;
 }
 
 function contiguousCopy(op: string, t: Tensor, scoped: boolean): Tensor {
-  const out = allocate(op, t.shape, t.dtype, false, { scoped });
+  const out = allocate(op, shapeOf(t), t.dtype, false, { scoped });
   copyElements(op, out, t);
   return shouldRecord(t) ? record(out, "Cast", [t]) : out;
 }
@@ -111,23 +111,23 @@ export function copyInto(target: Tensor, source: Tensor): void {
   }
   if (target.blockSize > 0 || source.blockSize > 0) {
     throw new TensorShapeError("copyFrom", "blocked tensors convert with toLayout(), not copyFrom()", [
-      target.shape,
-      source.shape,
+      shapeOf(target),
+      shapeOf(source),
     ]);
   }
   for (let i = 0; i < target.rank; i++) {
-    if (target.strides[i] === 0 && target.shape[i] > 1) {
+    if (stridesOf(target)[i] === 0 && shapeOf(target)[i] > 1) {
       throw new TensorShapeError(
         "copyFrom",
-        `cannot write through a broadcast view of ${formatShape(target.shape)}`,
-        [target.shape],
+        `cannot write through a broadcast view of ${formatShape(shapeOf(target))}`,
+        [shapeOf(target)],
       );
     }
   }
   // The kernels read and write in one pass: a source sharing the target's storage is copied out first.
   using staged = source.storage === target.storage ? clone(source.detach()) : null;
   const from = staged ?? source;
-  const view = expandView(from, target.shape, "copyFrom");
+  const view = expandView(from, shapeOf(target), "copyFrom");
   const src = new Tensor({ storage: from.storage, dtype: from.dtype, ...view });
   if (source.dtype === target.dtype) {
     copyElements("copyFrom", target, src);
@@ -143,7 +143,7 @@ export function copyInto(target: Tensor, source: Tensor): void {
     kernels().cast(
       target.dtype,
       source.dtype,
-      target.shape,
+      shapeOf(target),
       target.operand("copyFrom"),
       src.operand("copyFrom"),
       computeSettings(),
@@ -159,7 +159,7 @@ export function fillStrided(t: Tensor, value: number | bigint): void {
   const data = one.data();
   data[0] = value as never;
   const source = one.operand("fill", new Array<number>(t.rank).fill(0));
-  kernels().copy(info.blockBytes, t.shape, t.operand("fill"), source, computeSettings());
+  kernels().copy(info.blockBytes, shapeOf(t), t.operand("fill"), source, computeSettings());
 }
 
 /** A new scoped NchwC(B) tensor of logical shape `shape` over its physical span. */
@@ -198,14 +198,16 @@ export function toLayout(t: Tensor, layout: Layout): Tensor {
     );
   }
   if (t.rank !== 4) {
-    throw new TensorShapeError(op, `layouts apply to rank-4 NCHW tensors, got ${formatShape(t.shape)}`, [
-      t.shape,
+    throw new TensorShapeError(op, `layouts apply to rank-4 NCHW tensors, got ${formatShape(shapeOf(t))}`, [
+      shapeOf(t),
     ]);
   }
   const info = dtypeInfo(t.dtype, op);
   if (info.isQuantized) throw new DTypeError(op, `${info.name} tensors have no image layouts`);
   if (layout.kind === "strided") {
-    throw new TensorShapeError(op, "Strided is not a target layout; use Nchw, Nhwc or nchwc(B)", [t.shape]);
+    throw new TensorShapeError(op, "Strided is not a target layout; use Nchw, Nhwc or nchwc(B)", [
+      shapeOf(t),
+    ]);
   }
   if (t.layout === layout) return t;
   if (layout.kind === "nchwc") {
@@ -217,9 +219,9 @@ export function toLayout(t: Tensor, layout: Layout): Tensor {
     }
     using plain = t.blockSize > 0 ? toLayout(t, Layout.Nchw) : null;
     const source = plain ?? t;
-    const out = allocateBlocked(op, t.shape, t.dtype, layout.blockSize);
+    const out = allocateBlocked(op, shapeOf(t), t.dtype, layout.blockSize);
     kernels().toBlocked(
-      t.shape,
+      shapeOf(t),
       layout.blockSize,
       info.blockBytes,
       out.operand(op),
@@ -228,12 +230,12 @@ export function toLayout(t: Tensor, layout: Layout): Tensor {
     );
     return out;
   }
-  const strides = layout.kind === "nhwc" ? nhwcStrides(t.shape) : contiguousStrides(t.shape);
-  const out = allocate(op, t.shape, t.dtype, false, { scoped: true });
-  const target = new Tensor({ storage: out.storage, dtype: t.dtype, shape: t.shape, strides, offset: 0 });
+  const strides = layout.kind === "nhwc" ? nhwcStrides(shapeOf(t)) : contiguousStrides(shapeOf(t));
+  const out = allocate(op, shapeOf(t), t.dtype, false, { scoped: true });
+  const target = new Tensor({ storage: out.storage, dtype: t.dtype, shape: shapeOf(t), strides, offset: 0 });
   if (t.blockSize > 0) {
     kernels().fromBlocked(
-      t.shape,
+      shapeOf(t),
       t.blockSize,
       info.blockBytes,
       target.operand(op),

@@ -9,7 +9,7 @@ import { OptionError } from "../core/errors.ts";
 import { checkBoolean, checkOptions, describe } from "../core/options.ts";
 import type { Seed } from "../core/random.ts";
 import { DType } from "../core/dtype.ts";
-import { Tensor } from "../tensor.ts";
+import { shapeOf, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { shouldRecord } from "../autograd/record.ts";
 import { ge, mul } from "./elementwise.ts";
@@ -55,7 +55,7 @@ export function dropout(x: Tensor, options?: DropoutOptions): Tensor {
   if (!training || p === 0) return x;
   if (p === 1) return mul(x, 0);
   const run = () => {
-    const u = Tensor.rand(x.shape, options.seed === undefined ? {} : { seed: options.seed });
+    const u = Tensor.rand(shapeOf(x), options.seed === undefined ? {} : { seed: options.seed });
     try {
       return mul(x, mul(cast(ge(u, p), DType.F32), 1 / (1 - p)));
     } finally {

@@ -11,7 +11,7 @@ import { DType, dtypeInfo } from "../core/dtype.ts";
 import { encodeElement } from "../core/element.ts";
 import { broadcastShapes } from "../core/shape.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
-import { allocate, freshOperand, Tensor } from "../tensor.ts";
+import { allocate, freshOperand, shapeOf, Tensor } from "../tensor.ts";
 import { UnaryOp } from "../kernels/types.ts";
 import {
   binaryKernel,
@@ -154,7 +154,7 @@ function integerBinary(op: BinaryOpName & OpName, x: Operand, y: Operand): Tenso
   using _a = a === x ? null : a;
   const b = typeof y === "number" ? integerScalar(op, dtype, y) : y;
   using _b = b === y ? null : b;
-  const shape = broadcastShapes(op, a.shape, b.shape);
+  const shape = broadcastShapes(op, shapeOf(a), shapeOf(b));
   const out = allocate(op, shape, writesBool(op) ? DType.Bool : dtype, false, { scoped: true });
   kernels().binaryInt(
     kernelCode("binary", op),
@@ -476,9 +476,9 @@ function unaryWith<K extends "Softplus" | "LeakyRelu" | "Elu" | "Clamp" | "Hardt
   attrs: AttributesOf<K>,
 ): Tensor {
   checkF32(op, x);
-  const out = newOutput(op, x.shape);
+  const out = newOutput(op, shapeOf(x));
   const p: [number, number] = [Math.fround(params[0]), Math.fround(params[1])];
-  kernels().unary(kernel, x.shape, out.operand(op), x.operand(op), computeSettings(), p);
+  kernels().unary(kernel, shapeOf(x), out.operand(op), x.operand(op), computeSettings(), p);
   return recordOp(op, out, [x], { saved: [saved === "output" ? out : x], attrs });
 }
 
@@ -776,8 +776,8 @@ export function where(condition: Tensor, a: Operand, b: Operand): Tensor {
   const dtype = whereDType(a, b);
   const shape = broadcastShapes(
     "where",
-    broadcastShapes("where", condition.shape, typeof a === "number" ? [] : a.shape),
-    typeof b === "number" ? [] : b.shape,
+    broadcastShapes("where", shapeOf(condition), typeof a === "number" ? [] : shapeOf(a)),
+    typeof b === "number" ? [] : shapeOf(b),
   );
   const grads = shouldRecord(...[a, b].filter((v): v is Tensor => v instanceof Tensor));
   if (grads && dtype !== DType.F32) {

@@ -11,7 +11,7 @@ import { DType, dtypeInfo } from "../core/dtype.ts";
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { computeSettings, kernels } from "../context.ts";
-import { allocate, Tensor } from "../tensor.ts";
+import { allocate, shapeOf, stridesOf, Tensor } from "../tensor.ts";
 import { IndexOp } from "../kernels/indexing.ts";
 import { recordOp } from "../autograd/record.ts";
 import { add, eq, ge, le, mul, sub } from "./elementwise.ts";
@@ -38,20 +38,20 @@ function outOfRange(op: string, index: Tensor, bound: number, axis: number, shap
     op,
     `index ${values[position]} at position ${position} is out of range for axis ${axis} of extent ${bound} ` +
       `(shape ${formatShape(shape)}); indices must lie in [0, ${bound})`,
-    [shape, index.shape],
+    [shape, shapeOf(index)],
   );
 }
 
 /** Every axis but `axis` of `index` must fit in `t` (PyTorch's rule for gather and scatter). */
 function checkFits(op: string, name: string, t: Tensor, index: Tensor, axis: number): void {
-  if (index.rank !== t.rank || index.shape.some((e, d) => d !== axis && e > t.shape[d])) {
+  if (index.rank !== t.rank || shapeOf(index).some((e, d) => d !== axis && e > shapeOf(t)[d])) {
     throw new TensorShapeError(
       op,
-      `index ${formatShape(index.shape)} must have the rank of ${name} ${
-        formatShape(t.shape)
+      `index ${formatShape(shapeOf(index))} must have the rank of ${name} ${
+        formatShape(shapeOf(t))
       } and no larger ` +
         `extent on any axis but ${axis}`,
-      [t.shape, index.shape],
+      [shapeOf(t), shapeOf(index)],
     );
   }
 }
@@ -59,20 +59,20 @@ function checkFits(op: string, name: string, t: Tensor, index: Tensor, axis: num
 function gatherAs(op: string, x: Tensor, axis: number, index: Tensor): Tensor {
   checkF32(op, x);
   checkIndex(op, index);
-  const a = normalizeAxis(op, axis, x.rank, x.shape);
+  const a = normalizeAxis(op, axis, x.rank, shapeOf(x));
   checkFits(op, "the input", x, index, a);
-  const out = newOutput(op, index.shape);
+  const out = newOutput(op, shapeOf(index));
   const ok = kernels().index(
     IndexOp.Gather,
-    index.shape,
+    shapeOf(index),
     a,
-    x.shape[a],
-    x.operand(op, x.strides),
-    out.operand(op, out.strides),
-    index.operand(op, index.strides),
+    shapeOf(x)[a],
+    x.operand(op, stridesOf(x)),
+    out.operand(op, stridesOf(out)),
+    index.operand(op, stridesOf(index)),
     computeSettings(),
   );
-  if (!ok) outOfRange(op, index, x.shape[a], a, x.shape);
+  if (!ok) outOfRange(op, index, shapeOf(x)[a], a, shapeOf(x));
   return recordOp("gather", out, [x], { saved: [index], attrs: { axis: a } });
 }
 
@@ -111,14 +111,14 @@ export function indexSelect(x: Tensor, axis: number, index: Tensor): Tensor {
   checkF32("indexSelect", x);
   checkIndex("indexSelect", index);
   if (index.rank !== 1) {
-    throw new TensorShapeError("indexSelect", `index must be 1-D, got ${formatShape(index.shape)}`, [
-      index.shape,
+    throw new TensorShapeError("indexSelect", `index must be 1-D, got ${formatShape(shapeOf(index))}`, [
+      shapeOf(index),
     ]);
   }
-  const a = normalizeAxis("indexSelect", axis, x.rank, x.shape);
-  const shape = x.shape.map((e, d) => (d === a ? index.shape[0] : e));
+  const a = normalizeAxis("indexSelect", axis, x.rank, shapeOf(x));
+  const shape = shapeOf(x).map((e, d) => (d === a ? shapeOf(index)[0] : e));
   // The index along `axis`, broadcast over the other axes: a gather.
-  const spread = expand(reshape(index, x.shape.map((_, d) => (d === a ? index.shape[0] : 1))), shape);
+  const spread = expand(reshape(index, shapeOf(x).map((_, d) => (d === a ? shapeOf(index)[0] : 1))), shape);
   return gatherAs("indexSelect", x, a, spread);
 }
 
@@ -141,31 +141,31 @@ export function scatterAdd(x: Tensor, axis: number, index: Tensor, src: Tensor):
   const op = "scatterAdd";
   checkF32(op, x, src);
   checkIndex(op, index);
-  const a = normalizeAxis(op, axis, x.rank, x.shape);
+  const a = normalizeAxis(op, axis, x.rank, shapeOf(x));
   checkFits(op, "the input", x, index, a);
-  if (src.rank !== index.rank || src.shape.some((e, d) => e !== index.shape[d])) {
+  if (src.rank !== index.rank || shapeOf(src).some((e, d) => e !== shapeOf(index)[d])) {
     throw new TensorShapeError(
       op,
-      `src ${formatShape(src.shape)} must have the shape of index ${formatShape(index.shape)}`,
-      [src.shape, index.shape],
+      `src ${formatShape(shapeOf(src))} must have the shape of index ${formatShape(shapeOf(index))}`,
+      [shapeOf(src), shapeOf(index)],
     );
   }
-  const out = allocate(op, x.shape, DType.F32, false, { scoped: true });
+  const out = allocate(op, shapeOf(x), DType.F32, false, { scoped: true });
   const settings = computeSettings();
-  kernels().copy(4, x.shape, out.operand(op, out.strides), x.operand(op, x.strides), settings);
+  kernels().copy(4, shapeOf(x), out.operand(op, stridesOf(out)), x.operand(op, stridesOf(x)), settings);
   const ok = kernels().index(
     IndexOp.ScatterAdd,
-    index.shape,
+    shapeOf(index),
     a,
-    x.shape[a],
-    out.operand(op, out.strides),
-    src.operand(op, src.strides),
-    index.operand(op, index.strides),
+    shapeOf(x)[a],
+    out.operand(op, stridesOf(out)),
+    src.operand(op, stridesOf(src)),
+    index.operand(op, stridesOf(index)),
     settings,
   );
   if (!ok) {
     out.dispose();
-    outOfRange(op, index, x.shape[a], a, x.shape);
+    outOfRange(op, index, shapeOf(x)[a], a, shapeOf(x));
   }
   return recordOp(op, out, [x, src], { saved: [index], attrs: { axis: a } });
 }
@@ -186,15 +186,15 @@ export function cumsum(x: Tensor, axis: number): Tensor {
   checkF32("cumsum", x);
   // A rank-0 tensor is its own running sum (axis 0 or −1), as PyTorch.
   if (x.rank === 0) return reshape(cumsum(reshape(x, [1]), normalizeAxis("cumsum", axis, 1, [1])), []);
-  const a = normalizeAxis("cumsum", axis, x.rank, x.shape);
-  const out = newOutput("cumsum", x.shape);
+  const a = normalizeAxis("cumsum", axis, x.rank, shapeOf(x));
+  const out = newOutput("cumsum", shapeOf(x));
   kernels().index(
     IndexOp.CumSum,
-    x.shape,
+    shapeOf(x),
     a,
     0,
-    x.operand("cumsum", x.strides),
-    out.operand("cumsum", out.strides),
+    x.operand("cumsum", stridesOf(x)),
+    out.operand("cumsum", stridesOf(out)),
     null,
     computeSettings(),
   );
@@ -217,7 +217,7 @@ function extremeWithIndices(
 ): ValuesAndIndices {
   checkF32(op, x);
   const keepDims = keepDimsOf(op, options);
-  const a = normalizeAxis(op, axis, x.rank, x.shape);
+  const a = normalizeAxis(op, axis, x.rank, shapeOf(x));
   const indices = (op === "maxWithIndices" ? argmax : argmin)(x, a, { keepDims: true });
   const values = gatherAs(op, x, a, indices);
   return keepDims ? { values, indices } : { values: squeeze(values, a), indices: squeeze(indices, a) };
@@ -269,13 +269,13 @@ export function stack(tensors: readonly Tensor[], axis = 0): Tensor {
   }
   tensors.forEach((t) => checkTensor("stack", "each entry of the array of Tensors", t));
   const list: readonly Tensor[] = tensors;
-  const shape = list[0].shape;
+  const shape = shapeOf(list[0]);
   for (const t of list) {
-    if (t.rank !== shape.length || t.shape.some((e, d) => e !== shape[d])) {
+    if (t.rank !== shape.length || shapeOf(t).some((e, d) => e !== shape[d])) {
       throw new TensorShapeError(
         "stack",
-        `every tensor must have the same shape, got ${formatShape(shape)} and ${formatShape(t.shape)}`,
-        [shape, t.shape],
+        `every tensor must have the same shape, got ${formatShape(shape)} and ${formatShape(shapeOf(t))}`,
+        [shape, shapeOf(t)],
       );
     }
   }
@@ -301,12 +301,12 @@ export function repeat(x: Tensor, reps: readonly number[]): Tensor {
   if (!Array.isArray(reps) || reps.some((r) => !Number.isInteger(r) || r < 0) || reps.length < x.rank) {
     throw new TensorShapeError(
       "repeat",
-      `reps must be non-negative integers, at least one per axis of ${formatShape(x.shape)}, got ` +
+      `reps must be non-negative integers, at least one per axis of ${formatShape(shapeOf(x))}, got ` +
         JSON.stringify(reps),
-      [x.shape],
+      [shapeOf(x)],
     );
   }
-  const shape = [...Array(reps.length - x.rank).fill(1), ...x.shape];
+  const shape = [...Array(reps.length - x.rank).fill(1), ...shapeOf(x)];
   // [1, s0, 1, s1, ...] expanded to [r0, s0, r1, s1, ...], then merged pairwise.
   const spread = reshape(x, shape.flatMap((s) => [1, s]));
   const tiled = expand(spread, shape.flatMap((s, i) => [reps[i], s]));
@@ -348,12 +348,14 @@ export function oneHot(labels: Tensor, numClasses = -1): Tensor {
         `label ${
           low < 0 ? low : high
         } is out of range for ${classes} classes; labels must lie in [0, ${classes})`,
-        [labels.shape],
+        [shapeOf(labels)],
       );
     }
     numClasses = classes;
   } else if (numClasses === -1) {
-    throw new TensorShapeError(op, "numClasses −1 needs at least one label to infer it from", [labels.shape]);
+    throw new TensorShapeError(op, "numClasses −1 needs at least one label to infer it from", [
+      shapeOf(labels),
+    ]);
   }
   using classes = Tensor.arange(numClasses);
   return cast(eq(unsqueeze(values, -1), classes), DType.I64);
@@ -372,9 +374,11 @@ function triangle(op: "tril" | "triu", x: Tensor, options: TriangleOptions | und
     throw new OptionError(op, `diagonal must be an integer, got ${describe(diagonal)}`);
   }
   if (x.rank < 2) {
-    throw new TensorShapeError(op, `${op} needs at least 2 axes, got ${formatShape(x.shape)}`, [x.shape]);
+    throw new TensorShapeError(op, `${op} needs at least 2 axes, got ${formatShape(shapeOf(x))}`, [
+      shapeOf(x),
+    ]);
   }
-  const [n, m] = x.shape.slice(-2);
+  const [n, m] = shapeOf(x).slice(-2);
   // Column j of row i where kept, else column m: a zero column appended to x. A gather, so inf and NaN outside
   // the triangle give 0 as in PyTorch, and the gradient flows to the kept elements only.
   using rows = Tensor.arange(n).reshape([n, 1]);
@@ -383,10 +387,10 @@ function triangle(op: "tril" | "triu", x: Tensor, options: TriangleOptions | und
   const keep = cast(op === "tril" ? le(offset, diagonal) : ge(offset, diagonal), DType.F32);
   const column = add(mul(cols, keep), mul(sub(1, keep), m));
   const index = expand(
-    reshape(cast(column, DType.I64), [...x.shape.slice(0, -2).map(() => 1), n, m]),
-    x.shape,
+    reshape(cast(column, DType.I64), [...shapeOf(x).slice(0, -2).map(() => 1), n, m]),
+    shapeOf(x),
   );
-  const zeros = allocate(op, [...x.shape.slice(0, -1), 1], DType.F32, true, { scoped: true });
+  const zeros = allocate(op, [...shapeOf(x).slice(0, -1), 1], DType.F32, true, { scoped: true });
   return gatherAs(op, concat([x, zeros], -1), x.rank - 1, index);
 }
 
@@ -457,10 +461,10 @@ export function pad(x: Tensor, pads: readonly number[], options?: PadOptions): T
     throw new TensorShapeError(
       op,
       `pads must be pairs of non-negative integers, at most one pair per axis of ${
-        formatShape(x.shape)
+        formatShape(shapeOf(x))
       }, got ` +
         JSON.stringify(pads),
-      [x.shape],
+      [shapeOf(x)],
     );
   }
   let out = x;
@@ -468,17 +472,17 @@ export function pad(x: Tensor, pads: readonly number[], options?: PadOptions): T
     const axis = x.rank - 1 - k;
     const [before, after] = [pads[2 * k], pads[2 * k + 1]];
     if (before === 0 && after === 0) continue;
-    const n = out.shape[axis];
+    const n = shapeOf(out)[axis];
     if ((mode === "reflect" && (before >= n || after >= n)) || (mode === "replicate" && n === 0)) {
       throw new TensorShapeError(
         op,
         `${mode} padding of ${before} and ${after} needs ${
           mode === "reflect" ? "pads smaller than" : "a non-empty"
-        } axis ${axis} (extent ${n}) of ${formatShape(x.shape)}`,
-        [x.shape],
+        } axis ${axis} (extent ${n}) of ${formatShape(shapeOf(x))}`,
+        [shapeOf(x)],
       );
     }
-    const sized = (extent: number) => out.shape.map((e, d) => (d === axis ? extent : e));
+    const sized = (extent: number) => shapeOf(out).map((e, d) => (d === axis ? extent : e));
     const side = (extent: number, start: number): Tensor => {
       if (mode === "constant") return Tensor.full(sized(extent), value);
       if (mode === "replicate") return expand(slice(out, axis, start, start + 1), sized(extent));

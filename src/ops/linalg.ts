@@ -14,28 +14,29 @@ import { record, shouldRecord } from "../autograd/record.ts";
 import { add } from "./elementwise.ts";
 import { checkF32, newOutput } from "./common.ts";
 import { squeeze, transpose, unsqueeze } from "./views.ts";
+import { shapeOf, stridesOf } from "../tensor.ts";
 
 /** The strides of `t` ([..., R, C]) read at the batch shape `batch`. */
 function batchStrides(t: Tensor, batch: readonly number[], op: string): number[] {
-  const leading = { shape: t.shape.slice(0, -2), strides: t.strides.slice(0, -2), offset: t.offset };
-  return [...expandView(leading, batch, op).strides, ...t.strides.slice(-2)];
+  const leading = { shape: shapeOf(t).slice(0, -2), strides: stridesOf(t).slice(0, -2), offset: t.offset };
+  return [...expandView(leading, batch, op).strides, ...stridesOf(t).slice(-2)];
 }
 
 /** a [..., M, K] @ b [..., K, N] for rank ≥ 2 operands. */
 function matmul2(a: Tensor, b: Tensor): Tensor {
   const op = "matmul";
-  const [m, k] = a.shape.slice(-2);
-  const [k2, n] = b.shape.slice(-2);
+  const [m, k] = shapeOf(a).slice(-2);
+  const [k2, n] = shapeOf(b).slice(-2);
   if (k !== k2) {
     throw new TensorShapeError(
       op,
-      `cannot multiply ${formatShape(a.shape)} by ${
-        formatShape(b.shape)
+      `cannot multiply ${formatShape(shapeOf(a))} by ${
+        formatShape(shapeOf(b))
       }: the inner dimensions are ${k} and ${k2}`,
-      [a.shape, b.shape],
+      [shapeOf(a), shapeOf(b)],
     );
   }
-  const batch = broadcastShapes(op, a.shape.slice(0, -2), b.shape.slice(0, -2));
+  const batch = broadcastShapes(op, shapeOf(a).slice(0, -2), shapeOf(b).slice(0, -2));
   const shape = [...batch, m, n];
   const out = newOutput(op, shape);
   kernels().matMul(
@@ -70,8 +71,10 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   if (a.rank === 0 || b.rank === 0) {
     throw new TensorShapeError(
       "matmul",
-      `matmul needs operands of rank 1 or more, got ${formatShape(a.shape)} and ${formatShape(b.shape)}`,
-      [a.shape, b.shape],
+      `matmul needs operands of rank 1 or more, got ${formatShape(shapeOf(a))} and ${
+        formatShape(shapeOf(b))
+      }`,
+      [shapeOf(a), shapeOf(b)],
     );
   }
   if (a.rank === 1 || b.rank === 1) {
@@ -105,18 +108,18 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
   checkF32("linear", x, weight);
   if (weight.rank !== 2) {
-    throw new TensorShapeError("linear", `weight must be [out, in], got ${formatShape(weight.shape)}`, [
-      x.shape,
-      weight.shape,
+    throw new TensorShapeError("linear", `weight must be [out, in], got ${formatShape(shapeOf(weight))}`, [
+      shapeOf(x),
+      shapeOf(weight),
     ]);
   }
   const product = matmul(x, transpose(weight, 0, 1));
   if (bias === undefined) return product;
-  if (bias.rank !== 1 || bias.shape[0] !== weight.shape[0]) {
+  if (bias.rank !== 1 || shapeOf(bias)[0] !== shapeOf(weight)[0]) {
     throw new TensorShapeError(
       "linear",
-      `bias must be [${weight.shape[0]}], got ${formatShape(bias.shape)}`,
-      [weight.shape, bias.shape],
+      `bias must be [${shapeOf(weight)[0]}], got ${formatShape(shapeOf(bias))}`,
+      [shapeOf(weight), shapeOf(bias)],
     );
   }
   return add(product, bias);

@@ -12,7 +12,7 @@ import { BackwardNotImplementedError, DTypeError, OptionError, TensorShapeError 
 import { checkBoolean, checkOptions, describe } from "../core/options.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { allocate, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { type BackwardRecord, recordOp, shouldRecord } from "../autograd/record.ts";
@@ -80,22 +80,24 @@ function checkShapes(
   weights: Readonly<Record<string, Tensor | undefined>> = {},
 ): void {
   checkF32(op, input, target);
-  if (target.rank !== input.rank || target.shape.some((e, i) => e !== input.shape[i])) {
+  if (target.rank !== input.rank || shapeOf(target).some((e, i) => e !== shapeOf(input)[i])) {
     throw new TensorShapeError(
       op,
-      `the target ${formatShape(target.shape)} must have the input's shape ${formatShape(input.shape)}`,
-      [input.shape, target.shape],
+      `the target ${formatShape(shapeOf(target))} must have the input's shape ${formatShape(shapeOf(input))}`,
+      [shapeOf(input), shapeOf(target)],
     );
   }
   for (const [name, w] of Object.entries(weights)) {
     if (w === undefined) continue;
     checkF32(op, w);
-    const shape = broadcastShapes(op, input.shape, w.shape);
-    if (shape.length !== input.rank || shape.some((e, i) => e !== input.shape[i])) {
+    const shape = broadcastShapes(op, shapeOf(input), shapeOf(w));
+    if (shape.length !== input.rank || shape.some((e, i) => e !== shapeOf(input)[i])) {
       throw new TensorShapeError(
         op,
-        `${name} ${formatShape(w.shape)} must broadcast to the input's shape ${formatShape(input.shape)}`,
-        [input.shape, w.shape],
+        `${name} ${formatShape(shapeOf(w))} must broadcast to the input's shape ${
+          formatShape(shapeOf(input))
+        }`,
+        [shapeOf(input), shapeOf(w)],
       );
     }
   }
@@ -275,9 +277,9 @@ export function klDiv(input: Tensor, target: Tensor, options?: KlDivOptions): Te
   const logTarget = checkBoolean(op, "logTarget", options.logTarget, false);
   checkShapes(op, input, target);
   if (reduction === "batchmean" && input.rank === 0) {
-    throw new TensorShapeError(op, `"batchmean" needs a batch axis, got a scalar input`, [input.shape]);
+    throw new TensorShapeError(op, `"batchmean" needs a batch axis, got a scalar input`, [shapeOf(input)]);
   }
-  const batch = input.rank === 0 ? 1 : input.shape[0];
+  const batch = input.rank === 0 ? 1 : shapeOf(input)[0];
   return reduce(reduction, shouldRecord(input, target), () => {
     if (logTarget) return mul(exp(target), sub(target, input));
     return sub(mul(target, log(maximum(target, 2 ** -126))), mul(target, input));
@@ -334,15 +336,15 @@ function checkClassLoss(
   const reduction = checkReduction(op, options.reduction) as LossReduction;
   if (input.rank < 1) {
     throw new TensorShapeError(op, `the input must be [C], [N, C] or [N, C, d1, ...], got a scalar`, [
-      input.shape,
+      shapeOf(input),
     ]);
   }
   const axis = input.rank === 1 ? 0 : 1;
-  const classes = input.shape[axis];
-  const rows = input.shape.filter((_, d) => d !== axis);
+  const classes = shapeOf(input)[axis];
+  const rows = shapeOf(input).filter((_, d) => d !== axis);
   const info = dtypeInfo(target.dtype);
   const probabilities = op === "crossEntropy" && target.dtype === DType.F32 && target.blockSize === 0;
-  const wanted = probabilities ? input.shape : rows;
+  const wanted = probabilities ? shapeOf(input) : rows;
   if (!probabilities && target.dtype !== DType.I64 && target.dtype !== DType.I32) {
     throw new DTypeError(
       op,
@@ -351,26 +353,26 @@ function checkClassLoss(
       }, got ${info.name}`,
     );
   }
-  if (target.rank !== wanted.length || target.shape.some((e, d) => e !== wanted[d])) {
+  if (target.rank !== wanted.length || shapeOf(target).some((e, d) => e !== wanted[d])) {
     throw new TensorShapeError(
       op,
-      `the target must have shape ${formatShape(wanted)} for the input ${formatShape(input.shape)} (${
+      `the target must have shape ${formatShape(wanted)} for the input ${formatShape(shapeOf(input))} (${
         probabilities ? "probabilities: the input's shape" : "class indices: the input's without axis " + axis
-      }), got ${formatShape(target.shape)}`,
-      [input.shape, target.shape],
+      }), got ${formatShape(shapeOf(target))}`,
+      [shapeOf(input), shapeOf(target)],
     );
   }
   const weight = options.weight;
   if (weight !== undefined) {
     checkTensor(op, "weight", weight);
     checkF32(op, weight);
-    if (weight.rank !== 1 || weight.shape[0] !== classes) {
+    if (weight.rank !== 1 || shapeOf(weight)[0] !== classes) {
       throw new TensorShapeError(
         op,
-        `weight must be [C] = [${classes}] for the input ${formatShape(input.shape)}, got ${
-          formatShape(weight.shape)
+        `weight must be [C] = [${classes}] for the input ${formatShape(shapeOf(input))}, got ${
+          formatShape(shapeOf(weight))
         }`,
-        [input.shape, weight.shape],
+        [shapeOf(input), shapeOf(weight)],
       );
     }
     if (shouldRecord(weight)) throw new BackwardNotImplementedError(`${op} (the gradient of weight)`);
@@ -402,15 +404,15 @@ function checkClassLoss(
 function targetOutOfRange(op: string, target: Tensor, classes: number, ignoreIndex: number): never {
   const values = Array.from(target.toArray() as ArrayLike<number | bigint>, Number);
   const flat = values.findIndex((t) => t !== ignoreIndex && (t < 0 || t >= classes));
-  const position = target.shape.map((_, d) => {
-    const inner = target.shape.slice(d + 1).reduce((a, b) => a * b, 1);
-    return Math.floor(flat / inner) % target.shape[d];
+  const position = shapeOf(target).map((_, d) => {
+    const inner = shapeOf(target).slice(d + 1).reduce((a, b) => a * b, 1);
+    return Math.floor(flat / inner) % shapeOf(target)[d];
   });
   throw new TensorShapeError(
     op,
     `target ${values[flat]} at position ${formatShape(position)} is not a class index in [0, ${classes}) ` +
       `nor ignoreIndex ${ignoreIndex}`,
-    [target.shape],
+    [shapeOf(target)],
   );
 }
 
@@ -439,12 +441,12 @@ function classLoss(
   const rowCount = rows.reduce((a, b) => a * b, 1);
   const out = newOutput(op, loss.reduction === "none" ? rows : []);
   const work = allocate(op, [nllWorkspace(rowCount)], DType.F64, false, { scoped: true });
-  const targetStrides = params.probabilities ? classLast(target.strides) : [...target.strides, 0];
-  const outStrides = loss.reduction === "none" ? [...out.strides, 0] : params.shape.map(() => 0);
+  const targetStrides = params.probabilities ? classLast(stridesOf(target)) : [...stridesOf(target), 0];
+  const outStrides = loss.reduction === "none" ? [...stridesOf(out), 0] : params.shape.map(() => 0);
   const ok = weightOperand(op, loss.weight, (weight) =>
     kernels().nll(
       params,
-      input.operand(op, classLast(input.strides)),
+      input.operand(op, classLast(stridesOf(input))),
       target.operand(op, targetStrides),
       weight,
       out.operand(op, outStrides),
@@ -492,18 +494,18 @@ export function classLossBackward(
   const target = r.savedTensor(1);
   const weight = r.saved[2] === null ? undefined : r.savedTensor(2);
   const work = r.savedTensor(3);
-  const gStrides = r.attrs.reduction === 0 ? [...g.strides, 0] : base.shape.map(() => 0);
-  const targetStrides = base.probabilities ? classLast(target.strides) : [...target.strides, 0];
+  const gStrides = r.attrs.reduction === 0 ? [...stridesOf(g), 0] : base.shape.map(() => 0);
+  const targetStrides = base.probabilities ? classLast(stridesOf(target)) : [...stridesOf(target), 0];
   const gradient = (phase: NllPhase) => {
     const grad = allocate(op, shape, DType.F32, false, { scoped: true });
     const x = r.op === "CrossEntropy" ? r.savedTensor(0) : grad;
     weightOperand(op, weight, (w) =>
       kernels().nll(
         { ...base, phase },
-        x.operand(op, classLast(x.strides)),
+        x.operand(op, classLast(stridesOf(x))),
         target.operand(op, targetStrides),
         w,
-        grad.operand(op, classLast(grad.strides)),
+        grad.operand(op, classLast(stridesOf(grad))),
         work.operand(op, [1]),
         g.operand(op, gStrides),
         computeSettings(),

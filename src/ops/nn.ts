@@ -9,7 +9,7 @@ import { checkBoolean, checkOptions, describe } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape, normalizeAxis } from "../core/shape.ts";
-import { allocate, Tensor } from "../tensor.ts";
+import { allocate, shapeOf, stridesOf, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { abs, add, div, gt, le, maximum, mul, pow, sub } from "./elementwise.ts";
@@ -65,26 +65,26 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
   const op = "concat";
   checkConcatInputs(op, tensors);
   const first = tensors[0];
-  const a = normalizeAxis(op, axis, first.rank, first.shape);
+  const a = normalizeAxis(op, axis, first.rank, shapeOf(first));
   for (const t of tensors) {
-    if (t.rank !== first.rank || t.shape.some((e, d) => d !== a && e !== first.shape[d])) {
+    if (t.rank !== first.rank || shapeOf(t).some((e, d) => d !== a && e !== shapeOf(first)[d])) {
       throw new TensorShapeError(
         op,
-        `cannot concatenate ${formatShape(first.shape)} and ${formatShape(t.shape)} along axis ${a}: ` +
+        `cannot concatenate ${formatShape(shapeOf(first))} and ${formatShape(shapeOf(t))} along axis ${a}: ` +
           "the other extents must match",
-        tensors.map((x) => x.shape),
+        tensors.map((x) => shapeOf(x)),
       );
     }
   }
-  const sizes = tensors.map((t) => t.shape[a]);
-  const shape = [...first.shape];
+  const sizes = tensors.map((t) => shapeOf(t)[a]);
+  const shape = [...shapeOf(first)];
   shape[a] = sizes.reduce((s, e) => s + e, 0);
   const out = allocate(op, shape, first.dtype, false, { scoped: true });
   let start = 0;
   for (const t of tensors) {
-    const part = { shape: t.shape, strides: out.strides, offset: start * out.strides[a] };
+    const part = { shape: shapeOf(t), strides: stridesOf(out), offset: start * stridesOf(out)[a] };
     if (t.size > 0) copyElements(op, viewOf(out, part), t);
-    start += t.shape[a];
+    start += shapeOf(t)[a];
   }
   if (!shouldRecord(...tensors)) return out;
   return record(out, "Concat", tensors, { attrs: { axis: a, sizes } });
@@ -124,7 +124,7 @@ function lookupIndex(op: string, indices: Tensor): Tensor {
  * outside the rows.
  */
 function gatherRows(op: string, weight: Tensor, ids: Tensor, out: Tensor): boolean {
-  const [rows, dim] = weight.shape;
+  const [rows, dim] = shapeOf(weight);
   const shape = [ids.size, dim];
   const spread = expand(reshape(ids, [ids.size, 1]), shape);
   return kernels().index(
@@ -132,9 +132,9 @@ function gatherRows(op: string, weight: Tensor, ids: Tensor, out: Tensor): boole
     shape,
     0,
     rows,
-    weight.operand(op, weight.strides),
+    weight.operand(op, stridesOf(weight)),
     out.operand(op, [dim, 1]),
-    spread.operand(op, spread.strides),
+    spread.operand(op, stridesOf(spread)),
     computeSettings(),
   );
 }
@@ -142,14 +142,14 @@ function gatherRows(op: string, weight: Tensor, ids: Tensor, out: Tensor): boole
 /** The error for a lookup outside the table; reads the indices only on this error path, to name the value. */
 function lookupOutOfRange(op: string, indices: Tensor, weight: Tensor): never {
   const values = Array.from(indices.toArray() as ArrayLike<number | bigint>, Number);
-  const rows = weight.shape[0];
+  const rows = shapeOf(weight)[0];
   const position = values.findIndex((v) => v < 0 || v >= rows);
   throw new TensorShapeError(
     op,
     `index ${values[position]} at position ${position} is outside the ${rows} rows of weight ${
-      formatShape(weight.shape)
+      formatShape(shapeOf(weight))
     }`,
-    [indices.shape, weight.shape],
+    [shapeOf(indices), shapeOf(weight)],
   );
 }
 
@@ -169,7 +169,7 @@ function checkNorm(op: string, maxNorm: number, normType: number): void {
  * rows and a 0/1 mask of the looked-up ones (a native scatter-add of the lookups).
  */
 function renormRows(weight: Tensor, ids: Tensor, maxNorm: number, normType: number): void {
-  const rows = weight.shape[0];
+  const rows = shapeOf(weight)[0];
   GradMode.noGrad(() =>
     tidy(() => {
       const norms = pow(sum(pow(abs(weight), normType), 1, { keepDims: true }), 1 / normType);
@@ -241,23 +241,23 @@ export function embedding(indices: Tensor, weight: Tensor, options?: EmbeddingOp
   options = checkOptions(op, options, ["paddingIdx", "maxNorm", "normType"]);
   checkF32(op, weight);
   if (weight.rank !== 2) {
-    throw new TensorShapeError(op, `weight must be [rows, dim], got ${formatShape(weight.shape)}`, [
-      weight.shape,
+    throw new TensorShapeError(op, `weight must be [rows, dim], got ${formatShape(shapeOf(weight))}`, [
+      shapeOf(weight),
     ]);
   }
-  const [rows, dim] = weight.shape;
+  const [rows, dim] = shapeOf(weight);
   const padding = options.paddingIdx;
   if (padding !== undefined && (!Number.isInteger(padding) || padding < -rows || padding >= rows)) {
     throw new TensorShapeError(
       op,
       `paddingIdx must be an integer in ${-rows} to ${rows - 1}, got ${String(padding)}`,
-      [weight.shape],
+      [shapeOf(weight)],
     );
   }
   const maxNorm = options.maxNorm;
   const normType = options.normType ?? 2;
   if (maxNorm !== undefined) checkNorm(op, maxNorm, normType);
-  const out = newOutput(op, [...indices.shape, dim]);
+  const out = newOutput(op, [...shapeOf(indices), dim]);
   GradMode.noGrad(() =>
     tidy(() => {
       const ids = lookupIndex(op, indices);
@@ -350,11 +350,11 @@ interface AttentionShape {
 
 /** With `enableGqa`, the query heads per kv head (1 when the head counts are equal); k and v must agree. */
 function gqaGroups(op: string, q: Tensor, k: Tensor, v: Tensor): number {
-  const shapes = [q.shape, k.shape, v.shape];
-  const heads = q.shape[q.rank - 3];
-  const kvHeads = k.shape[k.rank - 3];
+  const shapes = [shapeOf(q), shapeOf(k), shapeOf(v)];
+  const heads = shapeOf(q)[q.rank - 3];
+  const kvHeads = shapeOf(k)[k.rank - 3];
   if (
-    q.rank < 3 || k.rank < 3 || v.rank < 3 || v.shape[v.rank - 3] !== kvHeads || kvHeads === 0 ||
+    q.rank < 3 || k.rank < 3 || v.rank < 3 || shapeOf(v)[v.rank - 3] !== kvHeads || kvHeads === 0 ||
     heads % kvHeads !== 0
   ) {
     throw new TensorShapeError(
@@ -377,7 +377,7 @@ function attentionShape(
   gqa: boolean,
 ): AttentionShape {
   checkF32(op, q, k, v);
-  const shapes = [q.shape, k.shape, v.shape];
+  const shapes = [shapeOf(q), shapeOf(k), shapeOf(v)];
   if (q.rank < 2 || k.rank < 2 || v.rank < 2) {
     throw new TensorShapeError(
       op,
@@ -385,9 +385,9 @@ function attentionShape(
       shapes,
     );
   }
-  const [l, e] = q.shape.slice(-2);
-  const [s, ek] = k.shape.slice(-2);
-  if (ek !== e || v.shape[v.rank - 2] !== s) {
+  const [l, e] = shapeOf(q).slice(-2);
+  const [s, ek] = shapeOf(k).slice(-2);
+  if (ek !== e || shapeOf(v)[v.rank - 2] !== s) {
     throw new TensorShapeError(
       op,
       `q [..., L, E], k [..., S, E] and v [..., S, Ev] must agree on E and S, got ${
@@ -401,10 +401,10 @@ function attentionShape(
   const lead = groups > 1 ? 3 : 2;
   const batch = broadcastShapes(
     op,
-    broadcastShapes(op, q.shape.slice(0, -lead), k.shape.slice(0, -lead)),
-    v.shape.slice(0, -lead),
+    broadcastShapes(op, shapeOf(q).slice(0, -lead), shapeOf(k).slice(0, -lead)),
+    shapeOf(v).slice(0, -lead),
   );
-  const scores = [...batch, ...(groups > 1 ? [q.shape[q.rank - 3]] : []), l, s];
+  const scores = [...batch, ...(groups > 1 ? [shapeOf(q)[q.rank - 3]] : []), l, s];
   if (mask === undefined) return { scores, groups };
   if (
     !(mask instanceof Tensor) || (mask.dtype !== DType.F32 && mask.dtype !== DType.Bool) || mask.blockSize > 0
@@ -414,12 +414,12 @@ function attentionShape(
       "mask must be a Bool tensor (true attends) or an F32 tensor added to the scores",
     );
   }
-  const joined = broadcastShapes(op, mask.shape, scores);
+  const joined = broadcastShapes(op, shapeOf(mask), scores);
   if (joined.length !== scores.length || joined.some((x, i) => x !== scores[i])) {
     throw new TensorShapeError(
       op,
-      `the mask ${formatShape(mask.shape)} must broadcast to the scores ${formatShape(scores)}`,
-      [mask.shape, scores],
+      `the mask ${formatShape(shapeOf(mask))} must broadcast to the scores ${formatShape(scores)}`,
+      [shapeOf(mask), scores],
     );
   }
   return { scores, groups };
@@ -477,7 +477,7 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOp
   const mask = options.mask;
   const gqa = checkBoolean(op, "enableGqa", options.enableGqa, false);
   const { scores, groups } = attentionShape(op, q, k, v, mask, gqa);
-  const scale = options.scale ?? 1 / Math.sqrt(q.shape[q.rank - 1]);
+  const scale = options.scale ?? 1 / Math.sqrt(shapeOf(q)[q.rank - 1]);
   if (typeof scale !== "number" || !Number.isFinite(scale)) {
     throw new OptionError(op, `scale must be a finite number, got ${String(scale)}`);
   }
@@ -490,8 +490,8 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOp
   const grouped = (x: Tensor, kv: boolean) => {
     if (groups === 1) return x;
     if (kv) return unsqueeze(x, -3);
-    const [heads, rows, width] = x.shape.slice(-3);
-    return reshape(x, [...x.shape.slice(0, -3), heads / groups, groups, rows, width]);
+    const [heads, rows, width] = shapeOf(x).slice(-3);
+    return reshape(x, [...shapeOf(x).slice(0, -3), heads / groups, groups, rows, width]);
   };
   const run = () => {
     const product = matmul(grouped(q, false), transpose(grouped(k, true), -1, -2));
@@ -504,7 +504,7 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOp
     const seed = options.seed === undefined ? {} : { seed: options.seed };
     probabilities = dropout(probabilities, { p, training, ...seed });
     const out = matmul(grouped(probabilities, false), grouped(v, true));
-    return groups === 1 ? out : reshape(out, [...scores.slice(0, -1), out.shape.at(-1)!]);
+    return groups === 1 ? out : reshape(out, [...scores.slice(0, -1), shapeOf(out).at(-1)!]);
   };
   // Without a record nothing needs the intermediates: a scope frees them and keeps the result.
   return shouldRecord(q, k, v, ...(mask === undefined ? [] : [mask])) ? run() : tidy(run);

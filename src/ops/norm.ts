@@ -11,7 +11,7 @@ import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkOptions, describe } from "../core/options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { allocate, shapeOf, type Tensor } from "../tensor.ts";
 import { type AttributesOf, type BackwardRecord, record, shouldRecord } from "../autograd/record.ts";
 import { add, mul } from "./elementwise.ts";
 import { checkF32, checkParameter, newOutput } from "./common.ts";
@@ -114,8 +114,8 @@ function normForward(
     ...(weight === undefined ? [] : [weight]),
     ...(bias === undefined ? [] : [bias]),
   );
-  const y = newOutput(op, x.shape);
-  const xhat = recording && (weight !== undefined || bias !== undefined) ? newOutput(op, x.shape) : y;
+  const y = newOutput(op, shapeOf(x));
+  const xhat = recording && (weight !== undefined || bias !== undefined) ? newOutput(op, shapeOf(x)) : y;
   const empty = x.size === 0;
   const rstd = allocate(op, parts.statShape, DType.F32, empty, { scoped: true });
   const statistic = () => allocate(op, [params.rows], DType.F32, empty, { scoped: true });
@@ -251,11 +251,13 @@ export function layerNorm(
   const shape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
   const k = shape.length;
   const lead = x.rank - k;
-  if (k === 0 || lead < 0 || shape.some((e, i) => e !== x.shape[lead + i])) {
+  if (k === 0 || lead < 0 || shape.some((e, i) => e !== shapeOf(x)[lead + i])) {
     throw new TensorShapeError(
       op,
-      `normalizedShape ${formatShape(shape)} must be the last extents of the input ${formatShape(x.shape)}`,
-      [x.shape, shape],
+      `normalizedShape ${formatShape(shape)} must be the last extents of the input ${
+        formatShape(shapeOf(x))
+      }`,
+      [shapeOf(x), shape],
     );
   }
   const { weight, bias } = options;
@@ -263,10 +265,10 @@ export function layerNorm(
   checkParameter(op, "bias", bias, shape);
   const eps = options.eps ?? 1e-5;
   checkEps(op, eps);
-  const { y, xhat, rstd } = normForward(op, x, layerNormGeometry(x.shape, k, eps), {
+  const { y, xhat, rstd } = normForward(op, x, layerNormGeometry(shapeOf(x), k, eps), {
     weight,
     bias,
-    statShape: [...x.shape.slice(0, lead), ...shape.map(() => 1)],
+    statShape: [...shapeOf(x).slice(0, lead), ...shape.map(() => 1)],
     wantStatistics: false,
     given: null,
   });
@@ -298,9 +300,11 @@ function checkBatchNorm(
 ): void {
   checkF32(op, x);
   if (x.rank < 2) {
-    throw new TensorShapeError(op, `batchNorm takes [N, C, ...], got ${formatShape(x.shape)}`, [x.shape]);
+    throw new TensorShapeError(op, `batchNorm takes [N, C, ...], got ${formatShape(shapeOf(x))}`, [
+      shapeOf(x),
+    ]);
   }
-  const channels = [x.shape[1]];
+  const channels = [shapeOf(x)[1]];
   if ((runningMean === null) !== (runningVar === null)) {
     throw new OptionError(op, `give both running statistics or neither`);
   }
@@ -316,11 +320,11 @@ function checkBatchNorm(
   if (typeof momentum !== "number" || !Number.isFinite(momentum)) {
     throw new OptionError(op, `momentum must be a finite number, got ${String(momentum)}`);
   }
-  if (options.training === true && x.size / Math.max(x.shape[1], 1) <= 1) {
+  if (options.training === true && x.size / Math.max(shapeOf(x)[1], 1) <= 1) {
     throw new TensorShapeError(
       op,
-      `training needs more than one value per channel, got input ${formatShape(x.shape)}`,
-      [x.shape],
+      `training needs more than one value per channel, got input ${formatShape(shapeOf(x))}`,
+      [shapeOf(x)],
     );
   }
   if (runningMean !== null && (runningMean.dtype !== DType.F32 || runningVar!.dtype !== DType.F32)) {
@@ -332,7 +336,7 @@ function checkBatchNorm(
 function updateRunning(running: Tensor, batch: Tensor, momentum: number): void {
   GradMode.noGrad(() => {
     const old = mul(running, 1 - momentum);
-    const fresh = mul(reshape(batch, running.shape), momentum);
+    const fresh = mul(reshape(batch, shapeOf(running)), momentum);
     const next = add(old, fresh);
     copyInto(running, next);
     for (const t of [old, fresh, next]) t.dispose();
@@ -371,9 +375,9 @@ export function batchNorm(
   const eps = options.eps ?? 1e-5;
   const momentum = options.momentum ?? 0.1;
   const { weight, bias } = options;
-  const statShape = [1, x.shape[1], ...x.shape.slice(2).map(() => 1)];
+  const statShape = [1, shapeOf(x)[1], ...shapeOf(x).slice(2).map(() => 1)];
   const given = training ? null : { mean: runningMean!, variance: runningVar! };
-  const { y, xhat, rstd, mean, variance } = normForward(op, x, batchNormGeometry(x.shape, eps), {
+  const { y, xhat, rstd, mean, variance } = normForward(op, x, batchNormGeometry(shapeOf(x), eps), {
     weight,
     bias,
     statShape,
@@ -382,7 +386,7 @@ export function batchNorm(
   });
   if (mean !== null && variance !== null) {
     // The running variance takes the unbiased batch variance.
-    const count = x.size / x.shape[1];
+    const count = x.size / shapeOf(x)[1];
     updateRunning(runningMean!, mean, momentum);
     const unbiased = GradMode.noGrad(() => mul(variance, count / (count - 1)));
     updateRunning(runningVar!, unbiased, momentum);

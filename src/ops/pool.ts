@@ -9,7 +9,7 @@ import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkBoolean, checkInteger, checkOptions, describe } from "../core/options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, Tensor } from "../tensor.ts";
+import { allocate, shapeOf, stridesOf, Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { div } from "./elementwise.ts";
@@ -114,16 +114,16 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor | MaxPool2d
       throw new TensorShapeError(
         op,
         `padding ${padding[axis]} must be smaller than the kernel ${kernel[axis]}`,
-        [x.shape],
+        [shapeOf(x)],
       );
     }
   }
-  const output = sweepExtents(op, x.shape, kernel, stride, padding, dilation, ceilMode, true);
-  const [n, c, h, w] = x.shape;
+  const output = sweepExtents(op, shapeOf(x), kernel, stride, padding, dilation, ceilMode, true);
+  const [n, c, h, w] = shapeOf(x);
   const y = newOutput(op, [n, c, output[0], output[1]]);
   const recording = shouldRecord(x);
   const indices = recording || returnIndices
-    ? allocate(op, y.shape, DType.I32, false, { scoped: true })
+    ? allocate(op, shapeOf(y), DType.I32, false, { scoped: true })
     : null;
   kernels().maxPool2d(
     { input: [n, c, h, w], kernel, stride, padding, dilation, output, localIndices: true },
@@ -149,7 +149,7 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor | MaxPool2d
 export function maxPool2dBackward(g: Tensor, indices: Tensor, inputShape: readonly number[]): Tensor {
   const op = "backward";
   const [n, c, h, w] = inputShape;
-  const [, , oh, ow] = g.shape;
+  const [, , oh, ow] = shapeOf(g);
   const grad = allocate(op, inputShape, DType.F32, true, { scoped: true });
   const source = contiguous(g);
   try {
@@ -212,19 +212,19 @@ export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
       throw new TensorShapeError(
         op,
         `padding ${formatShape(padding)} must be at most half the kernel ${formatShape(kernel)}`,
-        [x.shape],
+        [shapeOf(x)],
       );
     }
   }
-  const output = sweepExtents(op, x.shape, kernel, stride, padding, [1, 1], ceilMode, false);
-  const [n, c, h, w] = x.shape;
+  const output = sweepExtents(op, shapeOf(x), kernel, stride, padding, [1, 1], ceilMode, false);
+  const [n, c, h, w] = shapeOf(x);
   const extra = [0, 1].map((axis) =>
-    Math.max(0, (output[axis] - 1) * stride[axis] + kernel[axis] - (x.shape[2 + axis] + 2 * padding[axis]))
+    Math.max(0, (output[axis] - 1) * stride[axis] + kernel[axis] - (shapeOf(x)[2 + axis] + 2 * padding[axis]))
   ) as [number, number];
   // Each window's divisor along one axis, as PyTorch computes it.
   const divisors = [0, 1].map((axis) =>
     Array.from({ length: output[axis] }, (_, o) => {
-      const size = x.shape[2 + axis];
+      const size = shapeOf(x)[2 + axis];
       const start = o * stride[axis] - padding[axis];
       const end = Math.min(start + kernel[axis], size + padding[axis]);
       return includePad ? end - start : Math.min(end, size) - Math.max(start, 0);
@@ -243,10 +243,10 @@ export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
   let divisor: Tensor | null = null;
   let y: Tensor;
   try {
-    const s = padded.strides;
+    const s = stridesOf(padded);
     copyElements(
       op,
-      viewOf(padded, { shape: x.shape, strides: s, offset: padding[0] * s[2] + padding[1] * s[3] }),
+      viewOf(padded, { shape: shapeOf(x), strides: s, offset: padding[0] * s[2] + padding[1] * s[3] }),
       x,
     );
     const shape = [n, c, output[0], output[1], kernel[0], kernel[1]];
@@ -314,11 +314,13 @@ export function adaptiveAvgPool2d(
     );
   }
   const output = [0, 1].map((axis) =>
-    sizes[axis] === null ? x.shape[2 + axis] : checkInteger(op, "outputSize", sizes[axis], 1)
+    sizes[axis] === null ? shapeOf(x)[2 + axis] : checkInteger(op, "outputSize", sizes[axis], 1)
   ) as [number, number];
-  const [h, w] = [x.shape[2], x.shape[3]];
+  const [h, w] = [shapeOf(x)[2], shapeOf(x)[3]];
   if (h === 0 || w === 0) {
-    throw new TensorShapeError(op, `the input ${formatShape(x.shape)} has an empty spatial axis`, [x.shape]);
+    throw new TensorShapeError(op, `the input ${formatShape(shapeOf(x))} has an empty spatial axis`, [
+      shapeOf(x),
+    ]);
   }
   if (h % output[0] === 0 && w % output[1] === 0) {
     const kernel: [number, number] = [h / output[0], w / output[1]];
@@ -327,7 +329,7 @@ export function adaptiveAvgPool2d(
   const run = () => {
     let t = x;
     for (const axis of [2, 3]) {
-      const size = x.shape[axis];
+      const size = shapeOf(x)[axis];
       const count = output[axis - 2];
       const parts = Array.from({ length: count }, (_, i) => {
         const start = Math.floor((i * size) / count);

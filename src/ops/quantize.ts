@@ -7,7 +7,7 @@ import { DType, dtypeInfo } from "../core/dtype.ts";
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { allocate, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
 import { cast, contiguous } from "./copy.ts";
 
 /**
@@ -38,15 +38,15 @@ export function quantize(t: Tensor, format: typeof DType.Q4_0 | typeof DType.Q8_
       `quantize takes a plain float tensor, got ${source.name}${t.blockSize ? " (blocked)" : ""}`,
     );
   }
-  if (t.rank === 0 || t.shape[t.rank - 1] % 32 !== 0) {
+  if (t.rank === 0 || shapeOf(t)[t.rank - 1] % 32 !== 0) {
     throw new TensorShapeError(
       op,
-      `the last axis must be a multiple of 32 to quantize, got ${formatShape(t.shape)}`,
-      [t.shape],
+      `the last axis must be a multiple of 32 to quantize, got ${formatShape(shapeOf(t))}`,
+      [shapeOf(t)],
     );
   }
   const values = t.dtype === DType.F32 ? contiguous(t) : cast(t, DType.F32);
-  const out = allocate(op, t.shape, format, false, { scoped: true });
+  const out = allocate(op, shapeOf(t), format, false, { scoped: true });
   kernels().quantize(format, t.size / 32, out.operand(op), values.operand(op), computeSettings());
   if (values !== t) values.dispose();
   return out;
@@ -60,16 +60,16 @@ export function dequantize(q: Tensor): Tensor {
   if (!q.isContiguous) {
     throw new TensorShapeError(
       op,
-      `dequantize needs a contiguous view, got strides ${formatShape(q.strides)}`,
-      [q.shape],
+      `dequantize needs a contiguous view, got strides ${formatShape(stridesOf(q))}`,
+      [shapeOf(q)],
     );
   }
-  const out = allocate(op, q.shape, DType.F32, false, { scoped: true });
+  const out = allocate(op, shapeOf(q), DType.F32, false, { scoped: true });
   kernels().dequantize(
     q.dtype,
     q.size / 32,
     out.operand(op),
-    q.operand(op, q.strides, q.offset / 32),
+    q.operand(op, stridesOf(q), q.offset / 32),
     computeSettings(),
   );
   return out;

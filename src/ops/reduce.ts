@@ -10,7 +10,7 @@ import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkBoolean, checkOptions, describe } from "../core/options.ts";
 import { computeSettings, computeSnapshot, kernels } from "../context.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
-import { allocateOutput, type Tensor } from "../tensor.ts";
+import { allocateOutput, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { recordOp, shouldRecord } from "../autograd/record.ts";
 import { kernelCode, type ReduceOpName, type SoftmaxOpName } from "../core/op_table.ts";
@@ -47,18 +47,18 @@ export function reducedAxes(op: string, t: Tensor, axis?: number | readonly numb
     for (let i = 0; i < t.rank; i++) all.push(i);
     return all;
   }
-  if (typeof axis === "number") return [normalizeAxis(op, axis, t.rank, t.shape)];
+  if (typeof axis === "number") return [normalizeAxis(op, axis, t.rank, shapeOf(t))];
   if (!Array.isArray(axis)) {
     throw new OptionError(op, `axis must be an integer or an array of integers, got ${describe(axis)}`);
   }
   const list = typeof axis === "number" ? [axis] : [...axis];
-  const axes = list.map((a) => normalizeAxis(op, a, t.rank, t.shape));
+  const axes = list.map((a) => normalizeAxis(op, a, t.rank, shapeOf(t)));
   const unique = [...new Set(axes)].sort((x, y) => x - y);
   if (unique.length !== axes.length) {
     throw new TensorShapeError(
       op,
-      `axis ${JSON.stringify(list)} names an axis twice for shape ${formatShape(t.shape)}`,
-      [t.shape],
+      `axis ${JSON.stringify(list)} names an axis twice for shape ${formatShape(shapeOf(t))}`,
+      [shapeOf(t)],
     );
   }
   return unique;
@@ -89,8 +89,8 @@ function reduceKernel(
   dtype: DType,
   emptyIdentity = false,
 ): Tensor {
-  const xShape = x.shape;
-  const xStrides = x.strides;
+  const xShape = shapeOf(x);
+  const xStrides = stridesOf(x);
   const shape: number[] = [];
   const strides: number[] = [];
   for (let i = 0; i < xShape.length; i++) {
@@ -114,7 +114,7 @@ function reduceKernel(
   const input = x.operand(op, strides);
   const out = allocateOutput(op, reducedShape(xShape, axes, keepDims), dtype);
   // The output's strides over the kept axes, in order: its own strides unless reduced axes were kept as 1.
-  let outStrides = out.strides;
+  let outStrides = stridesOf(out);
   if (keepDims && axes.length > 0) {
     const kept: number[] = [];
     for (let i = 0; i < outStrides.length; i++) if (!axes.includes(i)) kept.push(outStrides[i]);
@@ -239,7 +239,7 @@ function argReduction(
     op,
     kernelCode("reduce", op),
     x,
-    [normalizeAxis(op, axis, x.rank, x.shape)],
+    [normalizeAxis(op, axis, x.rank, shapeOf(x))],
     keepDims,
     DType.I64,
   );
@@ -340,7 +340,7 @@ function varianceOf(
     throw new OptionError(op, `correction must be a finite number, got ${describe(correction)}`);
   }
   const axes = reducedAxes(op, x, axis);
-  const count = axes.reduce((n, a) => n * x.shape[a], 1);
+  const count = axes.reduce((n, a) => n * shapeOf(x)[a], 1);
   const centered = sub(x, mean(x, axes, { keepDims: true }));
   // Σ(x − mean)² / max(0, N − correction), as PyTorch (a zero divisor gives inf or NaN).
   const v = div(sum(mul(centered, centered), axes, { keepDims }), Math.max(0, count - correction));
@@ -394,7 +394,7 @@ export function logsumexp(
   const axes = reducedAxes("logsumexp", x, axis);
   const m = max(x, axes, { keepDims: true }).detach();
   const s = add(log(sum(exp(sub(x, m)), axes, { keepDims: true })), m);
-  return keepDims ? s : reshape(s, reducedShape(x.shape, axes, false));
+  return keepDims ? s : reshape(s, reducedShape(shapeOf(x), axes, false));
 }
 
 /** Options of `norm`: the order `p` (2, 1 or Infinity), the axes and `keepDims`. */
@@ -437,17 +437,17 @@ export function norm(x: Tensor, options?: NormOptions): Tensor {
 function softmaxFamily(op: SoftmaxOpName, x: Tensor, axis: number): Tensor {
   checkF32(op, x);
   if (x.rank === 0) {
-    throw new TensorShapeError(op, `${op} needs at least one axis, got a rank-0 tensor`, [x.shape]);
+    throw new TensorShapeError(op, `${op} needs at least one axis, got a rank-0 tensor`, [shapeOf(x)]);
   }
-  const a = normalizeAxis(op, axis, x.rank, x.shape);
-  const out = newOutput(op, x.shape);
+  const a = normalizeAxis(op, axis, x.rank, shapeOf(x));
+  const out = newOutput(op, shapeOf(x));
   const order = [...Array.from({ length: x.rank }, (_, i) => i).filter((i) => i !== a), a];
   const pick = (values: readonly number[]) => order.map((i) => values[i]);
   kernels().softmax(
     kernelCode("softmax", op),
-    pick(x.shape),
-    out.operand(op, pick(out.strides)),
-    x.operand(op, pick(x.strides)),
+    pick(shapeOf(x)),
+    out.operand(op, pick(stridesOf(out))),
+    x.operand(op, pick(stridesOf(x))),
     computeSettings(),
   );
   // Saves its output; the scale is 1 here.

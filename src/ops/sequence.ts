@@ -12,7 +12,7 @@ import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkOptions, describe } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, Tensor } from "../tensor.ts";
+import { allocate, shapeOf, Tensor } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { type BackwardRecord, record, type RecordAttributes, shouldRecord } from "../autograd/record.ts";
 import { add, eq, ge, lt, mul } from "./elementwise.ts";
@@ -80,22 +80,24 @@ function checkRecurrent(
   states: (Tensor | undefined)[],
 ): number {
   checkF32(op, x, w.weightIh, w.weightHh);
-  if (x.rank !== 3 || x.shape[1] === 0) {
+  if (x.rank !== 3 || shapeOf(x)[1] === 0) {
     throw new TensorShapeError(
       op,
-      `x must be batch-first [N, T, I] with T ≥ 1, got ${formatShape(x.shape)}`,
+      `x must be batch-first [N, T, I] with T ≥ 1, got ${formatShape(shapeOf(x))}`,
       [
-        x.shape,
+        shapeOf(x),
       ],
     );
   }
-  const [n, , inputs] = x.shape;
-  const rows = w.weightIh.rank === 2 ? w.weightIh.shape[0] : -1;
+  const [n, , inputs] = shapeOf(x);
+  const rows = w.weightIh.rank === 2 ? shapeOf(w.weightIh)[0] : -1;
   if (rows <= 0 || rows % gates !== 0) {
     throw new TensorShapeError(
       op,
-      `weightIh must be [${gates}·hidden, ${inputs}] with hidden ≥ 1, got ${formatShape(w.weightIh.shape)}`,
-      [w.weightIh.shape],
+      `weightIh must be [${gates}·hidden, ${inputs}] with hidden ≥ 1, got ${
+        formatShape(shapeOf(w.weightIh))
+      }`,
+      [shapeOf(w.weightIh)],
     );
   }
   const hidden = rows / gates;
@@ -210,7 +212,7 @@ function layerOf(
   const gates = op === "lstm" ? 4 : 3;
   const hidden = checkRecurrent(op, gates, x, weights, states);
   const record = shouldRecord(...recordInputs(x, weights, states));
-  return { op, gates, n: x.shape[0], steps: x.shape[1], hidden, weights, record };
+  return { op, gates, n: shapeOf(x)[0], steps: shapeOf(x)[1], hidden, weights, record };
 }
 
 /** The inputs of a layer's record: x, the weights, then whichever of the biases and states were given. */
@@ -346,9 +348,9 @@ function layerGradients(
 ): (Tensor | null)[] {
   const [x, weightIh] = [0, 1].map((i) => r.savedTensor(i));
   const h0 = r.savedTensor(5);
-  const [n, steps, inputs] = x.shape;
-  const hidden = h0.shape[1];
-  const rows = (t: Tensor) => reshape(contiguous(t), [n * steps, t.shape[2]]);
+  const [n, steps, inputs] = shapeOf(x);
+  const hidden = shapeOf(h0)[1];
+  const rows = (t: Tensor) => reshape(contiguous(t), [n * steps, shapeOf(t)[2]]);
   const out: (Tensor | null)[] = [];
   out.push(r.needsGrad(0) ? reshape(matmul(rows(dIh), weightIh), [n, steps, inputs]) : null);
   out.push(r.needsGrad(1) ? matmul(transpose(rows(dIh), 0, 1), rows(x)) : null);
@@ -377,7 +379,7 @@ function layerGradients(
 export function lstmBackward(r: BackwardRecord<"Lstm">, g: Tensor): (Tensor | null)[] {
   const op = "lstm";
   const [weightHh, all, saved, c0] = [2, 3, 4, 6].map((i) => r.savedTensor(i));
-  const [steps, n, width] = saved.shape;
+  const [steps, n, width] = shapeOf(saved);
   const h = width / 4;
   const cells = n * steps * h;
   const grad = contiguous(g);
@@ -419,7 +421,7 @@ export function lstmBackward(r: BackwardRecord<"Lstm">, g: Tensor): (Tensor | nu
 export function gruBackward(r: BackwardRecord<"Gru">, g: Tensor): (Tensor | null)[] {
   const op = "gru";
   const [weightHh, output, saved, h0] = [2, 3, 4, 5].map((i) => r.savedTensor(i));
-  const [steps, n, width] = saved.shape;
+  const [steps, n, width] = shapeOf(saved);
   const h = width / 4;
   const grad = contiguous(g);
   const [dIh, dHh] = [0, 1].map(() => newOutput(op, [n, steps, 3 * h]));
@@ -543,17 +545,17 @@ function ctcLabels(
     throw new DTypeError(op, `targets must be an integer tensor of class indices, got ${info.name}`);
   }
   const total = targetLengths.reduce((s, v) => s + v, 0);
-  const padded = targets.rank === 2 && targets.shape[0] === targetLengths.length;
+  const padded = targets.rank === 2 && shapeOf(targets)[0] === targetLengths.length;
   if (
-    !(padded && targetLengths.every((l) => l <= targets.shape[1])) &&
+    !(padded && targetLengths.every((l) => l <= shapeOf(targets)[1])) &&
     !(targets.rank === 1 && targets.size === total)
   ) {
     throw new TensorShapeError(
       op,
       `targets must be [N, S] with every target length ≤ S, or 1-D with the ${total} labels concatenated; got ${
-        formatShape(targets.shape)
+        formatShape(shapeOf(targets))
       }`,
-      [targets.shape],
+      [shapeOf(targets)],
     );
   }
   return tidy(() => {
@@ -568,7 +570,7 @@ function ctcLabels(
         cast(eq(values, blank), DType.F32),
       ),
     );
-    if ((bad.item() as number) !== 0) badLabel(op, labels, targetLengths, targets.shape, classes, blank);
+    if ((bad.item() as number) !== 0) badLabel(op, labels, targetLengths, shapeOf(targets), classes, blank);
     return cast(labels, DType.I32);
   });
 }
@@ -583,13 +585,13 @@ function checkCtc(
 ): CtcProblem {
   checkF32(op, logProbs);
   if (logProbs.rank !== 3) {
-    throw new TensorShapeError(op, `logProbs must be [T, N, C], got ${formatShape(logProbs.shape)}`, [
-      logProbs.shape,
+    throw new TensorShapeError(op, `logProbs must be [T, N, C], got ${formatShape(shapeOf(logProbs))}`, [
+      shapeOf(logProbs),
     ]);
   }
-  const [steps, batch, classes] = logProbs.shape;
+  const [steps, batch, classes] = shapeOf(logProbs);
   if (classes > 2 ** 24) {
-    throw new TensorShapeError(op, `at most 2^24 classes are supported, got ${classes}`, [logProbs.shape]);
+    throw new TensorShapeError(op, `at most 2^24 classes are supported, got ${classes}`, [shapeOf(logProbs)]);
   }
   const blank = options.blank ?? 0;
   if (!Number.isInteger(blank) || blank < 0 || blank >= classes) {
@@ -691,5 +693,5 @@ export function ctcLoss(
  * its reduction factor) times `g`, broadcast over each sequence's rows for reduction "none".
  */
 export function ctcLossBackward(grad: Tensor, attrs: RecordAttributes["CtcLoss"], g: Tensor): Tensor {
-  return mul(grad, attrs.reduction === 0 ? reshape(g, [1, grad.shape[1], 1]) : g);
+  return mul(grad, attrs.reduction === 0 ? reshape(g, [1, shapeOf(grad)[1], 1]) : g);
 }

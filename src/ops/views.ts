@@ -9,7 +9,7 @@ import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { describe } from "../core/options.ts";
 import { dtypeInfo } from "../core/dtype.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
-import { Tensor } from "../tensor.ts";
+import { shapeOf, stridesOf, Tensor } from "../tensor.ts";
 import {
   expandView,
   flipView,
@@ -32,7 +32,7 @@ function checkPlain(op: string, t: Tensor): void {
     throw new TensorShapeError(
       op,
       `a blocked NchwC(${t.blockSize}) tensor has no views; convert it with toLayout() first`,
-      [t.shape],
+      [shapeOf(t)],
     );
   }
 }
@@ -58,7 +58,7 @@ function checkBlocks(op: string, t: Tensor, view: ViewMeta): void {
       op,
       `${info.name} views must keep whole blocks of ${b} along the last axis; the result would have shape ` +
         `${formatShape(view.shape)}, strides ${formatShape(view.strides)} and offset ${view.offset}`,
-      [t.shape],
+      [shapeOf(t)],
     );
   }
 }
@@ -75,7 +75,7 @@ export function viewOf(t: Tensor, view: ViewMeta): Tensor {
 }
 
 function meta(t: Tensor): ViewMeta {
-  return { shape: t.shape, strides: t.strides, offset: t.offset };
+  return { shape: shapeOf(t), strides: stridesOf(t), offset: t.offset };
 }
 
 function makeView(op: string, t: Tensor, view: ViewMeta): Tensor {
@@ -114,7 +114,7 @@ export function slice(t: Tensor, axis: number, start: number, end: number, step 
   const result = makeView("slice", t, view);
   if (!shouldRecord(t)) return result;
   const a = axis < 0 ? axis + t.rank : axis;
-  const size = t.shape[a];
+  const size = shapeOf(t)[a];
   return record(result, "Slice", [t], {
     attrs: { axis: a, start: start < 0 ? start + size : start, end: end < 0 ? end + size : end, step },
   });
@@ -127,7 +127,9 @@ export function select(t: Tensor, axis: number, index: number): Tensor {
   const result = makeView("select", t, view);
   if (!shouldRecord(t)) return result;
   const a = axis < 0 ? axis + t.rank : axis;
-  return record(result, "Select", [t], { attrs: { axis: a, index: index < 0 ? index + t.shape[a] : index } });
+  return record(result, "Select", [t], {
+    attrs: { axis: a, index: index < 0 ? index + shapeOf(t)[a] : index },
+  });
 }
 
 /** Reverses `axis`. Records Flip (attributes: axis). */
@@ -168,7 +170,7 @@ export function expand(t: Tensor, shape: readonly number[]): Tensor {
 export function tryReshape(t: Tensor, shape: readonly number[]): Tensor | null {
   checkPlain("tryReshape", t);
   checkShapeArgument("tryReshape", shape);
-  const target = inferShape("tryReshape", t.size, shape, t.shape);
+  const target = inferShape("tryReshape", t.size, shape, shapeOf(t));
   const view = tryReshapeView(meta(t), target);
   if (view === null) return null;
   return reshapeRecord(makeView("tryReshape", t, view), t);
@@ -178,7 +180,7 @@ export function tryReshape(t: Tensor, shape: readonly number[]): Tensor | null {
 export function reshape(t: Tensor, shape: readonly number[]): Tensor {
   checkPlain("reshape", t);
   checkShapeArgument("reshape", shape);
-  const target = inferShape("reshape", t.size, shape, t.shape);
+  const target = inferShape("reshape", t.size, shape, shapeOf(t));
   const view = tryReshapeView(meta(t), target);
   if (view !== null) return reshapeRecord(makeView("reshape", t, view), t);
   const packed = contiguous(t);
@@ -206,8 +208,8 @@ export function reshape(t: Tensor, shape: readonly number[]): Tensor {
  */
 export function split(t: Tensor, sizeOrSizes: number | readonly number[], axis = 0): Tensor[] {
   checkPlain("split", t);
-  const a = normalizeAxis("split", axis, t.rank, t.shape);
-  const extent = t.shape[a];
+  const a = normalizeAxis("split", axis, t.rank, shapeOf(t));
+  const extent = shapeOf(t)[a];
   let sizes: number[];
   if (typeof sizeOrSizes === "number") {
     if (!Number.isInteger(sizeOrSizes) || sizeOrSizes < 1) {
@@ -231,8 +233,8 @@ export function split(t: Tensor, sizeOrSizes: number | readonly number[], axis =
       throw new TensorShapeError(
         "split",
         `sizes ${JSON.stringify(sizes)} add up to ${total}, not to the extent ${extent} of axis ${a} of ` +
-          formatShape(t.shape),
-        [t.shape],
+          formatShape(shapeOf(t)),
+        [shapeOf(t)],
       );
     }
   }
@@ -262,6 +264,6 @@ export function chunk(t: Tensor, n: number, axis = 0): Tensor[] {
     throw new OptionError("chunk", `the number of chunks must be a positive integer, got ${describe(n)}`);
   }
   checkPlain("chunk", t);
-  const a = normalizeAxis("chunk", axis, t.rank, t.shape);
-  return split(t, Math.max(1, Math.ceil(t.shape[a] / n)), a);
+  const a = normalizeAxis("chunk", axis, t.rank, shapeOf(t));
+  return split(t, Math.max(1, Math.ceil(shapeOf(t)[a] / n)), a);
 }

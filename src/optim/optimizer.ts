@@ -9,7 +9,7 @@ import { computeSettings, kernels } from "../context.ts";
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { DType } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
-import { Tensor } from "../tensor.ts";
+import { shapeOf, Tensor } from "../tensor.ts";
 import type { OptimizerStep } from "../kernels/optim.ts";
 
 /** Hyperparameters of a group: numbers and flags, as PyTorch's `param_groups` entries. */
@@ -164,13 +164,13 @@ export abstract class Optimizer<H extends Hyperparameters = Hyperparameters> imp
       state.step = saved.step;
       for (const [name, source] of saved.buffers) {
         const target = state.buffers.get(name)!;
-        if (source.shape.join() !== target.shape.join()) {
+        if (shapeOf(source).join() !== shapeOf(target).join()) {
           throw new TensorShapeError(
             op,
-            `state "${index}.${name}" has shape ${formatShape(source.shape)}, the parameter ${
-              formatShape(target.shape)
+            `state "${index}.${name}" has shape ${formatShape(shapeOf(source))}, the parameter ${
+              formatShape(shapeOf(target))
             }`,
-            [target.shape, source.shape],
+            [shapeOf(target), shapeOf(source)],
           );
         }
         target.copyFrom(source);
@@ -196,7 +196,7 @@ export abstract class Optimizer<H extends Hyperparameters = Hyperparameters> imp
       this.#state.set(p, state);
     }
     for (const n of names) {
-      if (n !== null && !state.buffers.has(n)) state.buffers.set(n, Tensor.zeros(p.shape));
+      if (n !== null && !state.buffers.has(n)) state.buffers.set(n, Tensor.zeros(shapeOf(p)));
     }
     return state;
   }
@@ -205,13 +205,13 @@ export abstract class Optimizer<H extends Hyperparameters = Hyperparameters> imp
     if (p.dtype !== DType.F32 || grad.dtype !== DType.F32) {
       throw new DTypeError(this.name, "parameters and gradients must be F32");
     }
-    if (!p.isContiguous || !grad.isContiguous || grad.shape.join() !== p.shape.join()) {
+    if (!p.isContiguous || !grad.isContiguous || shapeOf(grad).join() !== shapeOf(p).join()) {
       throw new TensorShapeError(
         this.name,
-        `a parameter ${formatShape(p.shape)} and its gradient ${
-          formatShape(grad.shape)
+        `a parameter ${formatShape(shapeOf(p))} and its gradient ${
+          formatShape(shapeOf(grad))
         } must be contiguous and of one shape`,
-        [p.shape, grad.shape],
+        [shapeOf(p), shapeOf(grad)],
       );
     }
   }

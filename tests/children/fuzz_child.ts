@@ -122,7 +122,29 @@ function integerTensor(rng: Rng, dtype: DType, signed: boolean, shape: number[])
   return t.rank > 0 && rng.chance(0.3) ? t.flip(rng.int(t.rank)) : t;
 }
 
+/**
+ * A fresh array that reads differently at each access (an accessor element that gives a small value once and
+ * a huge or non-integer one after, or a proxy whose length grows after the first read): the library must read
+ * what it checks once, so what reaches a kernel is what was checked.
+ */
+function hostile(rng: Rng, values: number[]): number[] {
+  const later = rng.pick([2 ** 26, 2 ** 31, -1, 1.5, NaN]);
+  if (values.length > 0 && rng.chance(0.7)) {
+    const index = rng.int(values.length);
+    const first = values[index];
+    let reads = 0;
+    Object.defineProperty(values, index, { get: () => (reads++ === 0 ? first : later), enumerable: true });
+    return values;
+  }
+  let lengthReads = 0;
+  return new Proxy(values, {
+    get: (target, key) =>
+      key === "length" ? (lengthReads++ === 0 ? target.length : target.length + 2) : Reflect.get(target, key),
+  });
+}
+
 function weird(rng: Rng): unknown {
+  if (rng.chance(0.08)) return hostile(rng, [1 + rng.int(2), 1 + rng.int(2)]);
   return rng.pick(WEIRD);
 }
 
@@ -132,7 +154,8 @@ function smallOr(rng: Rng, n: number, p = 0.15): unknown {
 }
 
 function randomShape(rng: Rng, maxRank = 4): number[] {
-  return Array.from({ length: rng.int(maxRank + 1) }, () => rng.int(5));
+  const shape = Array.from({ length: rng.int(maxRank + 1) }, () => rng.int(5));
+  return rng.chance(0.05) ? hostile(rng, shape) : shape;
 }
 
 /** A random tensor: random dtype and values, then random view steps (permute, slice, flip, expand, select). */
@@ -224,16 +247,24 @@ const CALLS: Record<string, Call> = {
       offset: r.chance(0.5) ? t.offset : smallOr(r, 64, 0.3) as never,
     });
   },
-  mutate: (r) => {
+  tamper: (r) => {
+    // Every way to change what a handle says is refused with the engine's TypeError (frozen arrays, a
+    // non-extensible handle, frozen prototypes); what a storage says of itself never reaches native code.
     const t = randomTensor(r, DType.F32);
-    if (t.rank === 0) return null;
     const array = (r.chance(0.5) ? t.shape : t.strides) as number[];
-    const axis = r.int(t.rank);
-    const original = array[axis];
+    const attempts = [
+      () => (array[r.int(t.rank + 1)] = weird(r) as number),
+      () => Object.defineProperty(array, 0, { get: () => 2 ** 26 }),
+      () => (array.length = t.rank + 1),
+      () => Object.defineProperty(t, "offset", { value: 2 ** 28 }),
+      () => Object.setPrototypeOf(t, null),
+      () => Object.defineProperty(Tensor.prototype, "strides", { get: () => [2 ** 26] }),
+    ];
     try {
-      // Any value a number[] may hold at run time short of a bigint (which makes JS arithmetic itself throw).
-      const value = r.chance(0.7) ? original + r.int(5) - 2 : weird(r);
-      array[axis] = (typeof value === "bigint" ? 2 ** 40 : value) as number;
+      r.pick(attempts)();
+    } catch (error) {
+      if (!(error instanceof TypeError)) throw error;
+      Object.defineProperty(t.storage, r.pick(["byteLength", "isReleased", "pointer"]), { value: 2 ** 30 });
       return r.pick([
         () => t.add(1),
         () => t.sum(),
@@ -241,9 +272,8 @@ const CALLS: Record<string, Call> = {
         () => t.toArray(),
         () => ops.softmax(t),
       ])();
-    } finally {
-      array[axis] = original;
     }
+    throw new Error("a change to a tensor's metadata was not refused");
   },
   get: (r) => {
     const t = randomTensor(r);
