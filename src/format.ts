@@ -13,7 +13,16 @@ import { dtypeInfo } from "./core/dtype.ts";
 import type { ElementValue } from "./core/element.ts";
 import { formatShape } from "./core/shape.ts";
 import type { Tensor } from "./tensor.ts";
-import { shapeOf } from "./tensor.ts";
+import {
+  blockSizeOf,
+  dtypeOf,
+  elementValuesOf,
+  isReleasedOf,
+  rankOf,
+  requiresGradOf,
+  shapeOf,
+  sizeOf,
+} from "./tensor.ts";
 
 /** Print settings, PyTorch's `set_printoptions` defaults. */
 const THRESHOLD = 1000;
@@ -37,27 +46,27 @@ export interface TensorJson {
 
 /** The text `toString()` and the inspectors show for `t`; never throws, even for a released tensor. */
 export function formatTensor(t: Tensor): string {
-  const info = dtypeInfo(t.dtype);
+  const info = dtypeInfo(dtypeOf(t));
   const suffix = [`dtype=${info.name}`, `shape=${formatShape(shapeOf(t))}`];
-  if (t.blockSize > 0) suffix.push(`layout=NchwC(${t.blockSize})`);
+  if (blockSizeOf(t) > 0) suffix.push(`layout=NchwC(${blockSizeOf(t)})`);
   if (t.gradFn !== null) suffix.push(`gradFn=${t.gradFn.op}`);
-  else if (t.requiresGrad) suffix.push("requiresGrad=true");
+  else if (requiresGradOf(t)) suffix.push("requiresGrad=true");
   const tail = `, ${suffix.join(", ")})`;
-  if (t.isReleased) return `${PREFIX}<released>${tail}`;
+  if (isReleasedOf(t)) return `${PREFIX}<released>${tail}`;
   if (info.isQuantized) return `${PREFIX}<${info.name} blocks: dequantize() to read them>${tail}`;
-  if (t.blockSize > 0) return `${PREFIX}<blocked: toLayout(Layout.Nchw) to read it>${tail}`;
-  if (t.size === 0) return `${PREFIX}[]${tail}`;
-  const summarize = t.size > THRESHOLD;
+  if (blockSizeOf(t) > 0) return `${PREFIX}<blocked: toLayout(Layout.Nchw) to read it>${tail}`;
+  if (sizeOf(t) === 0) return `${PREFIX}[]${tail}`;
+  const summarize = sizeOf(t) > THRESHOLD;
   const shown = collect(t, summarize);
   const format = formatter(shown.values, info.isFloat, info.name === "Bool");
-  return PREFIX + render(shown.tree, t.rank, PREFIX.length, format) + tail;
+  return PREFIX + render(shown.tree, rankOf(t), PREFIX.length, format) + tail;
 }
 
 /** `toJSON()`'s value for `t`. */
 export function tensorJson(t: Tensor): TensorJson {
-  const info = dtypeInfo(t.dtype);
+  const info = dtypeInfo(dtypeOf(t));
   const isBool = info.name === "Bool";
-  const data = t.elementValues("toJSON").map((v) => jsonValue(v, isBool));
+  const data = elementValuesOf(t, "toJSON").map((v) => jsonValue(v, isBool));
   return { dtype: info.name, shape: [...shapeOf(t)], data };
 }
 
@@ -86,7 +95,7 @@ function shownIndices(extent: number, summarize: boolean): number[] {
 function collect(t: Tensor, summarize: boolean): { tree: Tree; values: ElementValue[] } {
   const values: ElementValue[] = [];
   const walk = (prefix: number[]): Tree => {
-    if (prefix.length === t.rank) {
+    if (prefix.length === rankOf(t)) {
       const value = t.get(...prefix);
       values.push(value);
       return value;

@@ -10,7 +10,14 @@ import { decodeElement, type ElementValue, encodeElement } from "./core/element.
 import { DTypeError, OptionError, TensorShapeError } from "./core/errors.ts";
 import { detectLayout, Layout } from "./core/layout.ts";
 import { checkBytes, checkShape, elementCount, formatShape, isContiguous } from "./core/shape.ts";
-import { isStorage, Storage, storageBytes, storagePointer } from "./memory/storage.ts";
+import {
+  bumpStorageVersion,
+  isStorage,
+  Storage,
+  storageBytes,
+  storagePointer,
+  storageReleased,
+} from "./memory/storage.ts";
 import { Arena } from "./memory/pool.ts";
 import { checkOptions, describe } from "./core/options.ts";
 import type { NativePointer } from "./native/symbols.ts";
@@ -108,6 +115,71 @@ export let shapeOf: (t: Tensor) => readonly number[];
 export let stridesOf: (t: Tensor) => readonly number[];
 /** Internal: the backward record of a tensor, as the backward pass reads it (`gradFn` freezes it first). */
 export let gradFnOf: (t: Tensor) => BackwardRecord | null;
+/*
+ * Internal: the fields of a handle, read from its private fields. The ops read a handle only through these
+ * (never its getters), so an own property defined on a handle changes what code outside reads, not what
+ * reaches a kernel; that is why a handle need not be non-extensible (`Object.preventExtensions` on every new
+ * handle cost as much as the rest of a small op in V8).
+ */
+/** Internal: the storage of a handle. */
+export let storageOf: (t: Tensor) => Storage;
+/** Internal: the dtype of a handle. */
+export let dtypeOf: (t: Tensor) => DType;
+/** Internal: the element offset of a handle. */
+export let offsetOf: (t: Tensor) => number;
+/** Internal: the block size of a handle (0 unless NchwC). */
+export let blockSizeOf: (t: Tensor) => number;
+/** Internal: the leaf node of a handle, or null. */
+export let leafOf: (t: Tensor) => LeafNode | null;
+/** Internal: `t` as a kernel operand, strides and offset overridable; throws `StaleTensorError(op)` when released. */
+export let operandOf: (t: Tensor, op: string, strides?: readonly number[], offset?: number) => KernelOperand;
+/** Internal: a typed array of the stored representation over the whole storage. */
+export let elementsOf: (t: Tensor, op: string) => TypedArray;
+/**
+ * Internal: the elements in row-major order as JS values (numbers, bigints for I64/U64), read through the
+ * strides without a copy; `limit` stops after that many.
+ */
+export let elementValuesOf: (t: Tensor, op: string, limit?: number) => ElementValue[];
+/** Internal: a handle over the same view, without the autograd node. */
+export let detachOf: (t: Tensor) => Tensor;
+/** Internal: whether `value` is a handle this module made (a brand check: `instanceof` follows a prototype). */
+export let isTensor: (value: unknown) => value is Tensor;
+
+/** Internal: the rank of a handle. */
+export function rankOf(t: Tensor): number {
+  return shapeOf(t).length;
+}
+
+/** Internal: the element count of a handle. */
+export function sizeOf(t: Tensor): number {
+  return elementCount(shapeOf(t));
+}
+
+/** Internal: whether a handle is a row-major view without gaps. */
+export function isContiguousOf(t: Tensor): boolean {
+  return blockSizeOf(t) === 0 && isContiguous(shapeOf(t), stridesOf(t));
+}
+
+/** Internal: the memory layout a handle's strides describe. */
+export function layoutOf(t: Tensor): Layout {
+  const block = blockSizeOf(t);
+  return block > 0 ? Layout.nchwc(block) : detectLayout(shapeOf(t), stridesOf(t));
+}
+
+/** Internal: whether a handle's storage was released. */
+export function isReleasedOf(t: Tensor): boolean {
+  return storageReleased(storageOf(t));
+}
+
+/** Internal: whether gradients flow to a handle. */
+export function requiresGradOf(t: Tensor): boolean {
+  return leafOf(t) !== null || gradFnOf(t) !== null;
+}
+
+/** Internal: the accumulated gradient of a leaf, or null. */
+export function gradOf(t: Tensor): Tensor | null {
+  return leafOf(t)?.grad ?? null;
+}
 
 /** Internal (not exported from `mod.ts`): sets the backward record of a tensor an op just made. */
 export function attachRecord(t: Tensor, record: BackwardRecord): void {
@@ -183,9 +255,6 @@ export class Tensor {
     this.#blockSize = checked.blockSize;
     this.#gradFn = checked.gradFn;
     this.#leaf = checked.leaf;
-    // No own property may shadow a getter the ops read (`Object.defineProperty(t, "shape", ...)`), and the
-    // prototype cannot be swapped: either would steer a kernel outside the checked view.
-    Object.preventExtensions(this);
   }
 
   /** The storage shared by this handle and its views. */
@@ -234,6 +303,20 @@ export class Tensor {
     gradFnOf = (t) => t.#gradFn;
     shapeOf = (t) => t.#shape;
     stridesOf = (t) => t.#strides;
+    storageOf = (t) => t.#storage;
+    dtypeOf = (t) => t.#dtype;
+    offsetOf = (t) => t.#offset;
+    blockSizeOf = (t) => t.#blockSize;
+    leafOf = (t) => t.#leaf;
+    operandOf = (t, op, strides = t.#strides, offset = t.#offset) =>
+      new TensorOperand(t, op, strides, offset);
+    elementsOf = (t, op) => t.#view(op);
+    elementValuesOf = (t, op, limit = elementCount(t.#shape)) => t.#elementValues(op, limit);
+    isTensor = (value): value is Tensor => typeof value === "object" && value !== null && #storage in value;
+    detachOf = (t) =>
+      new Tensor(
+        new CheckedParts(t.#storage, t.#dtype, t.#shape, t.#strides, t.#offset, t.#blockSize, null, null),
+      );
   }
 
   // --- creating ---
@@ -466,27 +549,27 @@ export class Tensor {
 
   /** The number of axes. */
   get rank(): number {
-    return this.#shape.length;
+    return rankOf(this);
   }
 
   /** The number of elements. */
   get size(): number {
-    return elementCount(this.#shape);
+    return sizeOf(this);
   }
 
   /** Whether the elements are in row-major order with no gaps (extent-1 strides ignored; empty counts). */
   get isContiguous(): boolean {
-    return this.blockSize === 0 && isContiguous(this.#shape, this.#strides);
+    return isContiguousOf(this);
   }
 
   /** Nchw, Nhwc, NchwC(B) or Strided. */
   get layout(): Layout {
-    return this.blockSize > 0 ? Layout.nchwc(this.blockSize) : detectLayout(this.#shape, this.#strides);
+    return layoutOf(this);
   }
 
   /** Whether the storage was released (by `dispose` on any handle, a scope, or an arena reset). */
   get isReleased(): boolean {
-    return this.storage.isReleased;
+    return isReleasedOf(this);
   }
 
   /**
@@ -534,12 +617,12 @@ export class Tensor {
 
   /** Releases the storage for every handle and view of it; harmless to call again, on any handle. */
   dispose(): void {
-    this.storage.release();
+    storageOf(this).release();
   }
 
   /** Enables `using`. */
   [Symbol.dispose](): void {
-    this.storage.release();
+    storageOf(this).release();
   }
 
   // --- reading and writing ---
@@ -556,7 +639,7 @@ export class Tensor {
     this.#checkWritable("set");
     const at = this.#elementOffset("set", index);
     this.#view("set")[at] = encodeElement(info, value, "set") as never;
-    this.storage.bumpVersion();
+    bumpStorageVersion(storageOf(this));
   }
 
   /** Sets every element to `value`; counts as a write. */
@@ -564,9 +647,9 @@ export class Tensor {
     const info = this.#scalarInfo("fill");
     this.#checkWritable("fill");
     const stored = encodeElement(info, value, "fill");
-    if (this.isContiguous) this.#writable("fill").fill(stored as never);
+    if (isContiguousOf(this)) this.#writable("fill").fill(stored as never);
     else fillStrided(this, stored);
-    this.storage.bumpVersion();
+    bumpStorageVersion(storageOf(this));
   }
 
   /** Copies `source` (broadcast to this shape, cast to this dtype) into this tensor; counts as a write. */
@@ -576,14 +659,14 @@ export class Tensor {
 
   /** The one element of a size-1 tensor. */
   item(): ElementValue {
-    if (this.size !== 1) {
+    if (sizeOf(this) !== 1) {
       throw new TensorShapeError(
         "item",
-        `item() needs exactly one element, ${formatShape(this.#shape)} has ${this.size}`,
+        `item() needs exactly one element, ${formatShape(this.#shape)} has ${sizeOf(this)}`,
         [this.#shape],
       );
     }
-    return this.get(...new Array<number>(this.rank).fill(0));
+    return this.get(...new Array<number>(rankOf(this)).fill(0));
   }
 
   /**
@@ -599,64 +682,49 @@ export class Tensor {
   mutableData(): TypedArray {
     this.#checkWritable("mutableData");
     const span = this.#span("mutableData");
-    this.storage.bumpVersion();
+    bumpStorageVersion(storageOf(this));
     return span;
   }
 
   /** A copy in row-major order, as a typed array the caller owns (no scope tracks it). */
   toArray(): TypedArray {
-    if (this.isContiguous) return this.#span("toArray").slice();
+    if (isContiguousOf(this)) return this.#span("toArray").slice();
     using packed = this.contiguous();
     return packed.#span("toArray").slice();
   }
 
   /** Nested plain arrays of the elements (numbers, or bigints for I64/U64; F16 and BF16 as their values). */
   toNested(): unknown {
-    const values = this.elementValues("toNested");
+    const values = elementValuesOf(this, "toNested");
     const build = (axis: number, base: number): unknown => {
-      if (axis === this.rank) return values[base];
+      if (axis === rankOf(this)) return values[base];
       const stride = this.#shape.slice(axis + 1).reduce((a, b) => a * b, 1);
       return Array.from({ length: this.#shape[axis] }, (_, i) => build(axis + 1, base + i * stride));
     };
     return build(0, 0);
   }
 
-  /**
-   * Internal: the elements in row-major order as JS values (numbers, bigints for I64/U64), read through the
-   * strides without a copy; `limit` stops after that many.
-   */
-  elementValues(op: string, limit: number = this.size): ElementValue[] {
+  /** `elementValuesOf`. */
+  #elementValues(op: string, limit: number): ElementValue[] {
     const info = this.#scalarInfo(op);
     const data = this.#view(op);
     const out: ElementValue[] = [];
-    const count = Math.min(limit, this.size);
-    const index = new Array<number>(this.rank).fill(0);
-    let at = this.offset;
+    const shape = this.#shape;
+    const strides = this.#strides;
+    const count = Math.min(limit, elementCount(shape));
+    const index = new Array<number>(shape.length).fill(0);
+    let at = this.#offset;
     for (let n = 0; n < count; n++) {
       out.push(decodeElement(info, data, at));
-      for (let d = this.rank - 1; d >= 0; d--) {
+      for (let d = shape.length - 1; d >= 0; d--) {
         index[d]++;
-        at += this.#strides[d];
-        if (index[d] < this.#shape[d]) break;
-        at -= index[d] * this.#strides[d];
+        at += strides[d];
+        if (index[d] < shape[d]) break;
+        at -= index[d] * strides[d];
         index[d] = 0;
       }
     }
     return out;
-  }
-
-  /** Internal: this tensor as a kernel operand, strides and offset overridable; throws StaleTensorError(op) when released. */
-  operand(
-    op: string,
-    strides: readonly number[] = this.#strides,
-    offset: number = this.offset,
-  ): KernelOperand {
-    return new TensorOperand(this, op, strides, offset);
-  }
-
-  /** Internal: a typed array of the stored representation over the whole storage. */
-  elements(op: string): TypedArray {
-    return this.#view(op);
   }
 
   // --- views ---
@@ -676,7 +744,7 @@ export class Tensor {
    * scalar as it is; for a batch of matrices use `mT`.
    */
   get T(): Tensor {
-    return ops.permute(this, Array.from({ length: this.rank }, (_, i) => this.rank - 1 - i));
+    return ops.permute(this, Array.from({ length: rankOf(this) }, (_, i) => rankOf(this) - 1 - i));
   }
 
   /**
@@ -691,7 +759,7 @@ export class Tensor {
    * ```
    */
   get mT(): Tensor {
-    if (this.rank < 2) {
+    if (rankOf(this) < 2) {
       throw new TensorShapeError(
         "mT",
         `mT needs a tensor of rank 2 or more (a batch of matrices), got shape ${formatShape(this.#shape)}`,
@@ -743,14 +811,7 @@ export class Tensor {
 
   /** A view that shares storage but is cut from the autograd graph. */
   detach(): Tensor {
-    return new Tensor({
-      storage: this.storage,
-      dtype: this.dtype,
-      shape: this.#shape,
-      strides: this.#strides,
-      offset: this.offset,
-      blockSize: this.blockSize,
-    });
+    return detachOf(this);
   }
 
   // --- copies ---
@@ -779,12 +840,12 @@ export class Tensor {
 
   /** A handle over the same storage that is a gradient leaf (floating-point dtypes only). */
   withRequiresGrad(): Tensor {
-    const info = dtypeInfo(this.dtype);
-    if (!info.isFloat || info.isQuantized || this.blockSize > 0) {
+    const info = dtypeInfo(dtypeOf(this));
+    if (!info.isFloat || info.isQuantized || blockSizeOf(this) > 0) {
       throw new DTypeError(
         "withRequiresGrad",
         `only plain floating-point tensors can require gradients, got ${
-          this.blockSize ? `a blocked NchwC(${this.blockSize})` : info.name
+          blockSizeOf(this) ? `a blocked NchwC(${blockSizeOf(this)})` : info.name
         } tensor`,
       );
     }
@@ -804,7 +865,7 @@ export class Tensor {
 
   /** Whether gradients flow to this tensor: a leaf made by `withRequiresGrad`, or a recorded result. */
   get requiresGrad(): boolean {
-    return this.#leaf !== null || this.#gradFn !== null;
+    return requiresGradOf(this);
   }
 
   /** Internal: the leaf node, for leaves. */
@@ -814,7 +875,7 @@ export class Tensor {
 
   /** The accumulated gradient of a leaf after `backward()`, or null. */
   get grad(): Tensor | null {
-    return this.#leaf?.grad ?? null;
+    return gradOf(this);
   }
 
   set grad(value: Tensor | null) {
@@ -823,8 +884,8 @@ export class Tensor {
     }
     if (
       value !== null &&
-      (!(value instanceof Tensor) || value.dtype !== this.dtype ||
-        formatShape(value.shape) !== formatShape(this.#shape))
+      (!isTensor(value) || dtypeOf(value) !== dtypeOf(this) ||
+        formatShape(shapeOf(value)) !== formatShape(this.#shape))
     ) {
       throw new TensorShapeError(
         "grad",
@@ -1337,10 +1398,10 @@ export class Tensor {
 
   /** A typed array of this dtype's stored representation over the whole storage (cached per handle). */
   #view(op: string): TypedArray {
-    const buffer = this.storage.buffer(op);
+    const buffer = storageOf(this).buffer(op);
     if (this.#elements === null || this.#elements.buffer !== buffer) {
       // Element access works on stored bits (F16 and BF16 as Uint16Array), whatever data() returns.
-      const ctor = dtypeInfo(this.dtype).array;
+      const ctor = dtypeInfo(dtypeOf(this)).array;
       this.#elements = new ctor(buffer, 0, Math.floor(buffer.byteLength / ctor.BYTES_PER_ELEMENT));
     }
     return this.#elements;
@@ -1348,9 +1409,9 @@ export class Tensor {
 
   /** The contiguous span of this tensor's own elements (or blocks, or the blocked physical span). */
   #span(op: string): TypedArray {
-    const info = dtypeInfo(this.dtype);
-    const buffer = this.storage.buffer(op);
-    if (this.blockSize > 0) {
+    const info = dtypeInfo(dtypeOf(this));
+    const buffer = storageOf(this).buffer(op);
+    if (blockSizeOf(this) > 0) {
       return new info.array(buffer, 0, buffer.byteLength / info.blockBytes);
     }
     if (!isContiguous(this.#shape, this.#strides)) {
@@ -1362,48 +1423,48 @@ export class Tensor {
       );
     }
     if (info.isQuantized) {
-      const blocks = this.size / info.blockElements;
+      const blocks = sizeOf(this) / info.blockElements;
       return new Uint8Array(
         buffer,
-        (this.offset / info.blockElements) * info.blockBytes,
+        (offsetOf(this) / info.blockElements) * info.blockBytes,
         blocks * info.blockBytes,
       );
     }
-    const ctor = this.dtype === DType.F16 && float16Array !== undefined ? float16Array : info.array;
+    const ctor = dtypeOf(this) === DType.F16 && float16Array !== undefined ? float16Array : info.array;
     // An empty view may sit at an offset past the end of its storage.
-    if (this.size === 0) return new ctor(buffer, 0, 0) as TypedArray;
-    return new ctor(buffer, this.offset * info.blockBytes, this.size) as TypedArray;
+    if (sizeOf(this) === 0) return new ctor(buffer, 0, 0) as TypedArray;
+    return new ctor(buffer, offsetOf(this) * info.blockBytes, sizeOf(this)) as TypedArray;
   }
 
   /** The whole contiguous span for a creator's first write (no version bump: nobody has seen it yet). */
   #writable(op: string): TypedArray {
-    const info = dtypeInfo(this.dtype);
+    const info = dtypeInfo(dtypeOf(this));
     if (info.isQuantized) {
       throw new DTypeError(op, `${info.name} tensors are made by quantize(), not filled element by element`);
     }
     return new info.array(
-      this.storage.buffer(op),
-      this.size === 0 ? 0 : this.offset * info.blockBytes,
-      this.size,
+      storageOf(this).buffer(op),
+      sizeOf(this) === 0 ? 0 : offsetOf(this) * info.blockBytes,
+      sizeOf(this),
     );
   }
 
   #scalarInfo(op: string): DTypeInfo {
-    const info = dtypeInfo(this.dtype);
+    const info = dtypeInfo(dtypeOf(this));
     if (info.isQuantized) {
       throw new DTypeError(op, `${info.name} elements are not addressable one at a time; dequantize() first`);
     }
-    if (this.blockSize > 0) {
+    if (blockSizeOf(this) > 0) {
       throw new DTypeError(
         op,
-        `a blocked NchwC(${this.blockSize}) tensor only supports toLayout(), data() and metadata`,
+        `a blocked NchwC(${blockSizeOf(this)}) tensor only supports toLayout(), data() and metadata`,
       );
     }
     return info;
   }
 
   #checkWritable(op: string): void {
-    for (let i = 0; i < this.rank; i++) {
+    for (let i = 0; i < rankOf(this); i++) {
       if (this.#strides[i] === 0 && this.#shape[i] > 1) {
         throw new TensorShapeError(
           op,
@@ -1417,14 +1478,14 @@ export class Tensor {
   }
 
   #elementOffset(op: string, index: readonly number[]): number {
-    if (index.length !== this.rank) {
+    if (index.length !== rankOf(this)) {
       throw new TensorShapeError(
         op,
-        `${op} needs ${this.rank} indices for shape ${formatShape(this.#shape)}, got ${index.length}`,
+        `${op} needs ${rankOf(this)} indices for shape ${formatShape(this.#shape)}, got ${index.length}`,
         [this.#shape],
       );
     }
-    let at = this.offset;
+    let at = offsetOf(this);
     for (let d = 0; d < index.length; d++) {
       const extent = this.#shape[d];
       let i = index[d];
@@ -1459,14 +1520,14 @@ class TensorOperand implements KernelOperand {
     readonly strides: readonly number[],
     offset: number,
   ) {
-    const storage = tensor.storage;
+    const storage = storageOf(tensor);
     this.pointer = storagePointer(storage, op);
     this.offset = offset;
     this.byteLength = storageBytes(storage);
   }
 
   get data(): TypedArray {
-    return this.tensor.elements(this.op);
+    return elementsOf(this.tensor, this.op);
   }
 }
 
@@ -1694,15 +1755,6 @@ function ownCopy<T>(values: T): T {
   return copy as T;
 }
 
-/**
- * Internal (not exported from `mod.ts`): `t` as a kernel operand without the bounds check of `Tensor.operand`,
- * for an output the calling op has just made with `allocate` and not yet handed to anyone: its view was made
- * from the checked shape and no other code has seen its arrays.
- */
-export function freshOperand(t: Tensor, op: string): KernelOperand {
-  return new TensorOperand(t, op, stridesOf(t), 0);
-}
-
 /** Rents storage for a new contiguous tensor, checking shape and byte limits first. */
 export function allocate(
   op: string,
@@ -1840,8 +1892,8 @@ function flatten(
   return { flat, inferredShape: shape.length === 1 && shape[0] === 0 ? [0] : shape, inferredDType };
 }
 
-// The ops call the getters and methods of every handle; frozen, neither the class nor its prototype can be given
-// other ones (a getter that returns another offset or storage), and with each handle non-extensible (its
-// constructor) no own property can shadow them.
+// Frozen: neither the class nor its prototype can be given other getters or methods (the ops read handles through
+// `shapeOf` and the other functions above, so an own property on a handle, or another prototype, changes only
+// what code outside the library reads).
 Object.freeze(Tensor.prototype);
 Object.freeze(Tensor);

@@ -7,7 +7,7 @@
 import { AssertionError } from "node:assert";
 import { dtypeInfo } from "./core/dtype.ts";
 import { formatShape } from "./core/shape.ts";
-import { shapeOf, Tensor, type TensorValues } from "./tensor.ts";
+import { dtypeOf, elementValuesOf, isTensor, shapeOf, Tensor, type TensorValues } from "./tensor.ts";
 
 /** What `assertClose` compares: a tensor, a typed array, a (nested) array of numbers, or one number. */
 export type CloseValues = Tensor | TensorValues | number | bigint;
@@ -120,11 +120,11 @@ function unravel(flat: number, shape: readonly number[]): number[] {
 
 /** The shape, the values as f64 numbers, and the dtype name when `value` is a tensor. */
 function read(value: CloseValues): { shape: readonly number[]; values: number[]; dtype?: string } {
-  if (value instanceof Tensor) {
-    const values = value.elementValues("assertClose").map(Number);
-    return { shape: shapeOf(value), values, dtype: dtypeInfo(value.dtype).name };
+  if (isTensor(value)) {
+    const values = elementValuesOf(value, "assertClose").map(Number);
+    return { shape: shapeOf(value), values, dtype: dtypeInfo(dtypeOf(value)).name };
   }
   if (typeof value === "number" || typeof value === "bigint") return { shape: [], values: [Number(value)] };
   using t = Tensor.from(value, { dtype: "float64" });
-  return { shape: shapeOf(t), values: t.elementValues("assertClose").map(Number) };
+  return { shape: shapeOf(t), values: elementValuesOf(t, "assertClose").map(Number) };
 }

@@ -13,7 +13,7 @@ import { formatShape } from "../core/shape.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { BinaryOp } from "../kernels/types.ts";
 import { ActivationScope } from "../memory/scope.ts";
-import { allocate, shapeOf, type Tensor } from "../tensor.ts";
+import { allocate, isReleasedOf, rankOf, shapeOf, sizeOf, type Tensor } from "../tensor.ts";
 import { type AutogradNode, BackwardRecord, LeafNode, nodeOf, setLeafGrad } from "./record.ts";
 import { runRule } from "./rules.ts";
 
@@ -43,7 +43,7 @@ function topologicalOrder(root: BackwardRecord): BackwardRecord[] {
 
 /** Adds `g` into the leaf's gradient: a copy no scope tracks the first time, in place afterwards. */
 function accumulate(leaf: LeafNode, g: Tensor): void {
-  if (leaf.grad === null || leaf.grad.isReleased) {
+  if (leaf.grad === null || isReleasedOf(leaf.grad)) {
     setLeafGrad(leaf, g.clone());
     return;
   }
@@ -59,7 +59,8 @@ export function backward(root: Tensor, grad?: Tensor): void {
     );
   }
   if (
-    grad !== undefined && (grad.rank !== root.rank || shapeOf(grad).some((e, i) => e !== shapeOf(root)[i]))
+    grad !== undefined &&
+    (rankOf(grad) !== rankOf(root) || shapeOf(grad).some((e, i) => e !== shapeOf(root)[i]))
   ) {
     throw new TensorShapeError(
       "backward",
@@ -67,7 +68,7 @@ export function backward(root: Tensor, grad?: Tensor): void {
       [shapeOf(root), shapeOf(grad)],
     );
   }
-  if (grad === undefined && root.size !== 1) {
+  if (grad === undefined && sizeOf(root) !== 1) {
     throw new TensorShapeError(
       "backward",
       `backward() without a gradient needs a one-element tensor, got ${

@@ -10,7 +10,17 @@ import type { DType } from "../core/dtype.ts";
 import { BackwardNotImplementedError, TensorVersionError } from "../core/errors.ts";
 import { type OpDefinition, type OpName, OPS, type RecordKind } from "../core/op_table.ts";
 import { type ComputeSnapshot, computeSnapshot, gradEnabled } from "../context.ts";
-import { attachRecord, gradFnOf, shapeOf, type Tensor } from "../tensor.ts";
+import {
+  attachRecord,
+  dtypeOf,
+  gradFnOf,
+  leafOf,
+  requiresGradOf,
+  shapeOf,
+  storageOf,
+  type Tensor,
+} from "../tensor.ts";
+import { storageVersion } from "../memory/storage.ts";
 
 /** The operations that record, named as in the spec's table and autograd.md; derived from the op table. */
 export type OpKind = RecordKind;
@@ -78,12 +88,12 @@ export class SavedTensor {
   /** Saves a detached handle of `tensor` and its storage's version now. */
   constructor(tensor: Tensor) {
     this.#tensor = tensor.detach();
-    this.version = tensor.storage.version;
+    this.version = storageVersion(storageOf(tensor));
   }
 
   /** The saved tensor; throws `TensorVersionError` naming `op` and both versions if it was written since. */
   unpack(op: string): Tensor {
-    const current = this.#tensor.storage.version;
+    const current = storageVersion(storageOf(this.#tensor));
     if (current !== this.version) throw new TensorVersionError(op, this.version, current);
     return this.#tensor;
   }
@@ -286,7 +296,7 @@ export class BackwardRecord<K extends OpKind = OpKind> {
 
 /** The node gradients flow into for `t`, or null when it needs none. */
 export function nodeOf(t: Tensor): AutogradNode | null {
-  return gradFnOf(t) ?? t.leaf;
+  return gradFnOf(t) ?? leafOf(t);
 }
 
 /**
@@ -325,13 +335,13 @@ function deepFreeze(value: unknown): void {
 
 /** Whether an op over `inputs` records: gradient mode on and at least one input requires gradients. */
 export function shouldRecord(...inputs: readonly Tensor[]): boolean {
-  for (let i = 0; i < inputs.length; i++) if (inputs[i].requiresGrad) return gradEnabled();
+  for (let i = 0; i < inputs.length; i++) if (requiresGradOf(inputs[i])) return gradEnabled();
   return false;
 }
 
 /** `shouldRecord` of one or two inputs, without the rest array (the element-wise ops' path). */
 export function shouldRecordOperands(a: Tensor, b: Tensor | null = null): boolean {
-  return (a.requiresGrad || (b !== null && b.requiresGrad)) && gradEnabled();
+  return (requiresGradOf(a) || (b !== null && requiresGradOf(b))) && gradEnabled();
 }
 
 /** What a record keeps besides its inputs: saved tensors, named attributes, tensors it owns. */
@@ -348,7 +358,7 @@ export function record<K extends OpKind>(
   inputs: readonly Tensor[],
   parts: RecordParts<K> = {},
 ): Tensor {
-  const entries = inputs.map((t) => ({ node: nodeOf(t), shape: shapeOf(t), dtype: t.dtype }));
+  const entries = inputs.map((t) => ({ node: nodeOf(t), shape: shapeOf(t), dtype: dtypeOf(t) }));
   const saved = (parts.saved ?? []).map((t) => (t === null ? null : new SavedTensor(t)));
   const attrs = parts.attrs ?? ({} as AttributesOf<K>);
   attachRecord(result, new BackwardRecord(op, entries, saved, attrs, parts.owned ?? []));

@@ -7,7 +7,7 @@
  */
 import { DType } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
+import { allocate, dtypeOf, offsetOf, rankOf, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
 import { ge, le, minimum, sigmoid, where } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
@@ -34,10 +34,10 @@ export type BackwardRule<K extends OpKind = OpKind> = (
 
 /** Sums `g` down to `shape` over the axes broadcasting stretched (leading axes, and extent-1 axes). */
 export function sumToShape(g: Tensor, shape: readonly number[]): Tensor {
-  if (g.rank === shape.length && shapeOf(g).every((e, i) => e === shape[i])) return g;
-  const lead = g.rank - shape.length;
+  if (rankOf(g) === shape.length && shapeOf(g).every((e, i) => e === shape[i])) return g;
+  const lead = rankOf(g) - shape.length;
   const axes: number[] = [];
-  for (let i = 0; i < g.rank; i++) {
+  for (let i = 0; i < rankOf(g); i++) {
     if (i < lead || (shape[i - lead] === 1 && shapeOf(g)[i] !== 1)) axes.push(i);
   }
   const reduced = axes.length === 0 ? g : sum(g, axes, { keepDims: true });
@@ -109,7 +109,7 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   // Each output gradient is added at its winner (saved: its position within its plane), by the indexAdd kernel.
   MaxPool2d: (r, g) => [maxPool2dBackward(g, r.savedTensor(0), r.inputShape(0))],
   // The gradient cast back to the input's dtype.
-  Cast: (r, g) => [g.dtype === r.inputDType(0) ? g : cast(g, r.inputDType(0))],
+  Cast: (r, g) => [dtypeOf(g) === r.inputDType(0) ? g : cast(g, r.inputDType(0))],
   // Zeros of the input shape with g written into the slice.
   Slice: (r, g) => {
     const { axis, start, end, step } = r.attrs;
@@ -264,7 +264,7 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     const windows = viewOf(scaled, {
       shape: [n, c, kh, kw, oh, ow],
       strides: [s[0], s[1], 0, 0, s[2], s[3]],
-      offset: scaled.offset,
+      offset: offsetOf(scaled),
     });
     const folded = fold("backward", windows, geometry, [n, c, h + eh, w + ew]);
     return [eh === 0 && ew === 0 ? folded : slice(slice(folded, 2, 0, h), 3, 0, w)];
@@ -491,7 +491,7 @@ export function runRule(record: BackwardRecord, g: Tensor): (Tensor | null)[] {
   const grads = (rules[record.op] as BackwardRule)(record, g);
   grads.forEach((grad, i) => {
     const shape = record.inputShape(i);
-    if (grad !== null && (grad.rank !== shape.length || shapeOf(grad).some((e, d) => e !== shape[d]))) {
+    if (grad !== null && (rankOf(grad) !== shape.length || shapeOf(grad).some((e, d) => e !== shape[d]))) {
       throw new Error(
         `backward of ${record.op}: gradient ${i} has shape ${formatShape(shapeOf(grad))}, its input ${
           formatShape(shape)

@@ -9,7 +9,7 @@ import { TensorShapeError } from "../core/errors.ts";
 import type { TypedArray } from "../core/dtype.ts";
 import { Xorshift128 } from "../core/random.ts";
 import { formatShape } from "../core/shape.ts";
-import { shapeOf, Tensor } from "../tensor.ts";
+import { dtypeOf, isContiguousOf, isTensor, rankOf, shapeOf, Tensor } from "../tensor.ts";
 
 /** Options of `DataLoader`. */
 export interface DataLoaderOptions {
@@ -68,12 +68,12 @@ export class DataLoader implements Iterable<Tensor[]>, Disposable {
     this.#random = new Xorshift128(options.seed ?? 0);
     if (sources.length === 0) throw new RangeError(`${op}: needs at least one source`);
     this.#sources = sources.map((s) => {
-      const t = s instanceof Tensor ? s : Tensor.from(s);
-      if (!(s instanceof Tensor)) this.#owned.push(t);
-      if (t.rank === 0) {
+      const t = isTensor(s) ? s : Tensor.from(s);
+      if (!isTensor(s)) this.#owned.push(t);
+      if (rankOf(t) === 0) {
         throw new TensorShapeError(op, "a source must have a first axis, got a scalar", [shapeOf(t)]);
       }
-      if (t.isContiguous) return t;
+      if (isContiguousOf(t)) return t;
       const copy = t.contiguous();
       this.#owned.push(copy);
       return copy;
@@ -133,7 +133,7 @@ export class DataLoader implements Iterable<Tensor[]>, Disposable {
 
   #batchTensors(): Tensor[] {
     this.#batches ??= this.#sources.map((s) =>
-      Tensor.empty([this.batchSize, ...shapeOf(s).slice(1)], { dtype: s.dtype })
+      Tensor.empty([this.batchSize, ...shapeOf(s).slice(1)], { dtype: dtypeOf(s) })
     );
     return this.#batches;
   }

@@ -25,7 +25,7 @@ import {
   TensorMap,
   withBytes,
 } from "./source.ts";
-import { shapeOf } from "../tensor.ts";
+import { dtypeOf, rankOf, shapeOf, sizeOf } from "../tensor.ts";
 
 /** The GGUF metadata value types, by the names of the reference implementation. */
 export type GgufType =
@@ -321,30 +321,30 @@ export function writeGguf(
   }
   let offset = 0;
   const layout = entries.map(([name, tensor]) => {
-    const id = GGML_OF.get(tensor.dtype);
+    const id = GGML_OF.get(dtypeOf(tensor));
     if (id === undefined) {
       throw new DTypeError(
         op,
         `tensor "${name}" is ${
-          dtypeInfo(tensor.dtype).name
+          dtypeInfo(dtypeOf(tensor)).name
         }; GGUF holds F32, F16, BF16, F64, I8, I16, I32, ` +
           `I64, Q4_0 and Q8_0`,
       );
     }
-    if (tensor.rank > MAX_DIMS) {
+    if (rankOf(tensor) > MAX_DIMS) {
       throw new TensorShapeError(
         op,
-        `tensor "${name}" has rank ${tensor.rank}; GGML tensors have at most 4`,
+        `tensor "${name}" has rank ${rankOf(tensor)}; GGML tensors have at most 4`,
         [
           shapeOf(tensor),
         ],
       );
     }
-    const info = dtypeInfo(tensor.dtype);
-    const bytes = (tensor.size / info.blockElements) * info.blockBytes;
+    const info = dtypeInfo(dtypeOf(tensor));
+    const bytes = (sizeOf(tensor) / info.blockElements) * info.blockBytes;
     out.string(name);
-    out.u32(tensor.rank);
-    for (let d = tensor.rank - 1; d >= 0; d--) out.u64(BigInt(shapeOf(tensor)[d]));
+    out.u32(rankOf(tensor));
+    for (let d = rankOf(tensor) - 1; d >= 0; d--) out.u64(BigInt(shapeOf(tensor)[d]));
     out.u32(id);
     out.u64(BigInt(offset));
     const at = offset;

@@ -22,7 +22,7 @@ import {
   readTensor,
   withBytes,
 } from "./source.ts";
-import { shapeOf, stridesOf } from "../tensor.ts";
+import { blockSizeOf, dtypeOf, isContiguousOf, rankOf, shapeOf, stridesOf } from "../tensor.ts";
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // "\x93NUMPY"
 /** Headers above 1 MiB are refused (NumPy's own default limit is 10 000 bytes). */
@@ -137,7 +137,7 @@ export function readNpySource(
     }
   }
   if (header.bigEndian) swapBytes(bytesOf(tensor, "readNpy"), dtypeInfo(dtype).blockBytes);
-  if (!fortranOrder || tensor.rank < 2) return tensor;
+  if (!fortranOrder || rankOf(tensor) < 2) return tensor;
   return tensor.permute(stored.map((_, i) => stored.length - 1 - i));
 }
 
@@ -214,8 +214,8 @@ export function npyParts<T>(
   use: (header: Uint8Array, bytes: Uint8Array) => T,
 ): T {
   const descr = npyDescr(op, name, tensor);
-  const reversed = shapeOf(tensor).map((_, i) => tensor.rank - 1 - i);
-  const fortran = tensor.blockSize === 0 && !tensor.isContiguous &&
+  const reversed = shapeOf(tensor).map((_, i) => rankOf(tensor) - 1 - i);
+  const fortran = blockSizeOf(tensor) === 0 && !isContiguousOf(tensor) &&
     isContiguous(reversed.map((i) => shapeOf(tensor)[i]), reversed.map((i) => stridesOf(tensor)[i]));
   const header = npyHeader(descr, fortran, shapeOf(tensor));
   return withBytes(op, name, fortran ? tensor.permute(reversed) : tensor, (bytes) => use(header, bytes));
@@ -227,11 +227,11 @@ export function npyParts<T>(
  */
 export function npyDescr(op: string, name: string, tensor: Tensor): string {
   checkWritable(op, name, tensor);
-  const code = CODE_OF.get(tensor.dtype);
+  const code = CODE_OF.get(dtypeOf(tensor));
   if (code === undefined) {
     throw new DTypeError(
       op,
-      `"${name}" is ${dtypeInfo(tensor.dtype).name}, which NumPy has no dtype for; cast() it to F32 first`,
+      `"${name}" is ${dtypeInfo(dtypeOf(tensor)).name}, which NumPy has no dtype for; cast() it to F32 first`,
     );
   }
   return `${code === "i1" || code === "u1" || code === "b1" ? "|" : "<"}${code}`;

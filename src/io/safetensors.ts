@@ -25,7 +25,7 @@ import {
   TensorMap,
   withBytes,
 } from "./source.ts";
-import { shapeOf } from "../tensor.ts";
+import { dtypeOf, shapeOf, sizeOf } from "../tensor.ts";
 
 /** safetensors' names of the dtypes zigtensor has, in the order of the reference implementation's enum. */
 const DTYPES: readonly (readonly [string, DType])[] = [
@@ -123,15 +123,15 @@ export function saveSafetensors(
   const op = "saveSafetensors";
   const entries = namedEntries(op, tensors).map(([name, tensor]) => {
     if (name === "__metadata__") throw new TypeError(`${op}: "__metadata__" is reserved for the metadata`);
-    const dtype = NAME_OF.get(tensor.dtype);
+    const dtype = NAME_OF.get(dtypeOf(tensor));
     if (dtype === undefined) {
       throw new DTypeError(
         op,
-        `tensor "${name}" is ${dtypeInfo(tensor.dtype).name}, which safetensors cannot hold; ` +
+        `tensor "${name}" is ${dtypeInfo(dtypeOf(tensor)).name}, which safetensors cannot hold; ` +
           `dequantize() it or use writeGguf`,
       );
     }
-    return { name, tensor, dtype, rank: RANK.get(tensor.dtype)! };
+    return { name, tensor, dtype, rank: RANK.get(dtypeOf(tensor))! };
   });
   entries.sort((a, b) => b.rank - a.rank || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const header: Record<string, unknown> = {};
@@ -145,8 +145,8 @@ export function saveSafetensors(
   }
   let offset = 0;
   for (const { name, tensor, dtype } of entries) {
-    const info = dtypeInfo(tensor.dtype);
-    const bytes = tensor.size * info.blockBytes;
+    const info = dtypeInfo(dtypeOf(tensor));
+    const bytes = sizeOf(tensor) * info.blockBytes;
     setOwn(header, name, { dtype, shape: shapeOf(tensor), data_offsets: [offset, offset + bytes] });
     offset += bytes;
   }

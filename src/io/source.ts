@@ -9,7 +9,17 @@
  */
 import * as fs from "node:fs";
 import { StaleTensorError, type TensorFileDefect, TensorFileError } from "../core/errors.ts";
-import { Tensor } from "../tensor.ts";
+import {
+  blockSizeOf,
+  dtypeOf,
+  isContiguousOf,
+  isReleasedOf,
+  isTensor,
+  offsetOf,
+  sizeOf,
+  storageOf,
+  Tensor,
+} from "../tensor.ts";
 import { dtypeInfo } from "../core/dtype.ts";
 import { checkShape, formatShape, MAX_BYTES } from "../core/shape.ts";
 import type { CreateOptions } from "../tensor.ts";
@@ -250,11 +260,13 @@ export function namedEntries(op: string, tensors: NamedTensors): [string, Tensor
 
 /** Checks that `tensor` can be written to a file (see `namedEntries`). */
 export function checkWritable(op: string, name: string, tensor: Tensor): void {
-  if (!(tensor instanceof Tensor)) throw new TypeError(`${op}: "${name}" is not a Tensor`);
-  if (tensor.isReleased) throw new StaleTensorError(op);
-  if (tensor.blockSize > 0) {
+  if (!isTensor(tensor)) throw new TypeError(`${op}: "${name}" is not a Tensor`);
+  if (isReleasedOf(tensor)) throw new StaleTensorError(op);
+  if (blockSizeOf(tensor) > 0) {
     throw new TypeError(
-      `${op}: tensor "${name}" is blocked NchwC(${tensor.blockSize}); convert it with toLayout(Layout.Nchw) first`,
+      `${op}: tensor "${name}" is blocked NchwC(${
+        blockSizeOf(tensor)
+      }); convert it with toLayout(Layout.Nchw) first`,
     );
   }
 }
@@ -318,13 +330,13 @@ export function readTensor(
 
 /** The bytes of a contiguous tensor's own elements (or blocks), over its storage: no copy. */
 export function bytesOf(tensor: Tensor, op: string): Uint8Array {
-  if (!tensor.isContiguous) throw new TypeError(`${op}: internal: bytesOf needs a contiguous tensor`);
-  const info = dtypeInfo(tensor.dtype);
+  if (!isContiguousOf(tensor)) throw new TypeError(`${op}: internal: bytesOf needs a contiguous tensor`);
+  const info = dtypeInfo(dtypeOf(tensor));
   const start = info.isQuantized
-    ? (tensor.offset / info.blockElements) * info.blockBytes
-    : tensor.offset * info.blockBytes;
-  const length = (tensor.size / info.blockElements) * info.blockBytes;
-  return new Uint8Array(tensor.storage.buffer(op), start, length);
+    ? (offsetOf(tensor) / info.blockElements) * info.blockBytes
+    : offsetOf(tensor) * info.blockBytes;
+  const length = (sizeOf(tensor) / info.blockElements) * info.blockBytes;
+  return new Uint8Array(storageOf(tensor).buffer(op), start, length);
 }
 
 /**

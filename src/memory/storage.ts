@@ -135,6 +135,12 @@ export let storagePointer: (storage: Storage, op: string) => NativePointer;
 export let storageBytes: (storage: Storage) => number;
 /** Internal: whether `value` is a storage this module made (a brand check, not `instanceof`). */
 export let isStorage: (value: unknown) => value is Storage;
+/** Internal: `isReleased`, from the private fields. */
+export let storageReleased: (storage: Storage) => boolean;
+/** Internal: the version counter, from the private field (what saved tensors are checked against). */
+export let storageVersion: (storage: Storage) => number;
+/** Internal: `bumpVersion()`, on the private field. */
+export let bumpStorageVersion: (storage: Storage) => void;
 
 /** Module-private access to a storage's owner, for `ActivationScope`; not exported from the package. */
 export const ownership: {
@@ -186,6 +192,11 @@ export class Storage {
     };
     storageBytes = (storage) => storage.#byteLength;
     isStorage = (value): value is Storage => typeof value === "object" && value !== null && #pointer in value;
+    storageReleased = (storage) => storage.#stale();
+    storageVersion = (storage) => storage.#version;
+    bumpStorageVersion = (storage) => {
+      storage.#version++;
+    };
   }
 
   private constructor(pointer: NativePointer, byteLength: number, arena: Arena | null) {

@@ -7,7 +7,7 @@
 import { TensorShapeError } from "../core/errors.ts";
 import { Xorshift128 } from "../core/random.ts";
 import { formatShape } from "../core/shape.ts";
-import { shapeOf, Tensor } from "../tensor.ts";
+import { rankOf, shapeOf, Tensor } from "../tensor.ts";
 import * as ops from "../ops/mod.ts";
 import { pair } from "../ops/common.ts";
 import { drawSeed, fanInUniform, normal } from "./init.ts";
@@ -16,7 +16,7 @@ import { Module } from "./module.ts";
 type Pair = number | readonly [number, number];
 
 function checkRank(op: string, x: Tensor, ranks: readonly number[], what: string): void {
-  if (!ranks.includes(x.rank)) {
+  if (!ranks.includes(rankOf(x))) {
     throw new TensorShapeError(op, `expects ${what}, got ${formatShape(shapeOf(x))}`, [shapeOf(x)]);
   }
 }
@@ -627,7 +627,7 @@ export class Flatten extends Module {
   }
 
   forward(x: Tensor): Tensor {
-    const rank = x.rank;
+    const rank = rankOf(x);
     const start = this.startDim < 0 ? this.startDim + rank : this.startDim;
     const end = this.endDim < 0 ? this.endDim + rank : this.endDim;
     if (!(start >= 0 && start <= end && end < rank)) {

@@ -11,7 +11,7 @@ import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
 import type { Tensor } from "../tensor.ts";
-import { shapeOf } from "../tensor.ts";
+import { dtypeOf, gradOf, requiresGradOf, shapeOf } from "../tensor.ts";
 
 /**
  * `loadStateDict` in strict mode found keys missing from the dictionary or keys the module does not have.
@@ -78,7 +78,7 @@ export abstract class Module<In extends unknown[] = [Tensor], Out = Tensor> impl
 
   /** Registers `tensor` as parameter `name` and returns it as a gradient leaf (the module owns it). */
   protected parameter(name: string, tensor: Tensor): Tensor {
-    const p = tensor.requiresGrad ? tensor : tensor.withRequiresGrad();
+    const p = requiresGradOf(tensor) ? tensor : tensor.withRequiresGrad();
     this.#parameters.set(name, p);
     return p;
   }
@@ -190,11 +190,11 @@ export abstract class Module<In extends unknown[] = [Tensor], Out = Tensor> impl
           [shapeOf(target), shapeOf(source)],
         );
       }
-      if (source.dtype !== target.dtype) {
+      if (dtypeOf(source) !== dtypeOf(target)) {
         throw new DTypeError(
           op,
-          `"${key}" is ${dtypeInfo(source.dtype).name} in the dictionary but ${
-            dtypeInfo(target.dtype).name
+          `"${key}" is ${dtypeInfo(dtypeOf(source)).name} in the dictionary but ${
+            dtypeInfo(dtypeOf(target)).name
           } in the module`,
         );
       }
@@ -210,7 +210,7 @@ export abstract class Module<In extends unknown[] = [Tensor], Out = Tensor> impl
   zeroGrad(options: { setToNone?: boolean } = {}): void {
     for (const p of this.parameters()) {
       if (options.setToNone ?? true) p.grad = null;
-      else p.grad?.fill(0);
+      else gradOf(p)?.fill(0);
     }
   }
 

@@ -13,7 +13,7 @@ import * as ops from "../ops/mod.ts";
 import { Xorshift128 } from "../core/random.ts";
 import { drawSeed, fanInUniform } from "./init.ts";
 import { Module } from "./module.ts";
-import { shapeOf } from "../tensor.ts";
+import { rankOf, shapeOf } from "../tensor.ts";
 
 /** Options of `LSTM` and `GRU`. */
 export interface RecurrentOptions {
@@ -114,7 +114,7 @@ abstract class Recurrent<State> extends Module<[Tensor, State?], [Tensor, State]
 
   /** x as batch-first [N, T, I], checked. */
   protected batchMajor(x: Tensor): Tensor {
-    if (x.rank !== 3) {
+    if (rankOf(x) !== 3) {
       throw new TensorShapeError(
         this.name,
         `expects ${this.batchFirst ? "[N, T, I]" : "[T, N, I]"}, got ${formatShape(shapeOf(x))}`,

@@ -9,7 +9,7 @@ import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { Xorshift128 } from "../core/random.ts";
 import { formatShape } from "../core/shape.ts";
-import { shapeOf, Tensor } from "../tensor.ts";
+import { dtypeOf, rankOf, shapeOf, Tensor } from "../tensor.ts";
 import * as ops from "../ops/mod.ts";
 import { additiveMask, causalAllowed } from "../ops/nn.ts";
 import { drawSeed, xavierUniform } from "./init.ts";
@@ -30,9 +30,9 @@ export interface AttentionMasks {
 
 /** A PyTorch-style mask as additive F32 scores (Bool true, not allowed, → −∞; false → 0); an F32 mask as is. */
 function additive(op: string, name: string, mask: Tensor): Tensor {
-  if (mask.dtype === DType.F32) return mask;
-  if (mask.dtype !== DType.Bool) {
-    throw new DTypeError(op, `${name} must be a Bool or F32 tensor, got ${dtypeInfo(mask.dtype).name}`);
+  if (dtypeOf(mask) === DType.F32) return mask;
+  if (dtypeOf(mask) !== DType.Bool) {
+    throw new DTypeError(op, `${name} must be a Bool or F32 tensor, got ${dtypeInfo(dtypeOf(mask)).name}`);
   }
   return additiveMask(ops.sub(1, mask.cast(DType.F32)));
 }
@@ -52,8 +52,8 @@ function combinedMask(
   const { attnMask, keyPaddingMask } = masks;
   const op = "MultiheadAttention";
   if (attnMask !== undefined) {
-    const ok = (attnMask.rank === 2 && shapeOf(attnMask)[0] === l && shapeOf(attnMask)[1] === s) ||
-      (attnMask.rank === 3 && shapeOf(attnMask).join() === [n * heads, l, s].join());
+    const ok = (rankOf(attnMask) === 2 && shapeOf(attnMask)[0] === l && shapeOf(attnMask)[1] === s) ||
+      (rankOf(attnMask) === 3 && shapeOf(attnMask).join() === [n * heads, l, s].join());
     if (!ok) {
       throw new TensorShapeError(
         op,
@@ -73,7 +73,7 @@ function combinedMask(
   if (masks.isCausal === true) parts.push(additiveMask(causalAllowed(l, s)));
   if (attnMask !== undefined) {
     const values = additive(op, "attnMask", attnMask);
-    parts.push(attnMask.rank === 3 ? values.reshape([n, heads, l, s]) : values);
+    parts.push(rankOf(attnMask) === 3 ? values.reshape([n, heads, l, s]) : values);
   }
   if (keyPaddingMask !== undefined) {
     parts.push(additive(op, "keyPaddingMask", keyPaddingMask).reshape([n, 1, 1, s]));
@@ -147,7 +147,7 @@ export class MultiheadAttention extends Module<[Tensor, Tensor, Tensor, Attentio
     const e = this.embedDim;
     const heads = this.numHeads;
     for (const t of [query, key, value]) {
-      if (t.rank !== 3 || shapeOf(t)[2] !== e) {
+      if (rankOf(t) !== 3 || shapeOf(t)[2] !== e) {
         throw new TensorShapeError(
           "MultiheadAttention",
           `query, key and value must be ${this.batchFirst ? "[N, L, E]" : "[L, N, E]"} with E = ${e}, got ${

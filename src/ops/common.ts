@@ -10,10 +10,23 @@ import { checkInteger, describe, INT32_MAX } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, computeSnapshot, kernels } from "../context.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
-import { allocateOutput, freshOperand, shapeOf, stridesOf, Tensor } from "../tensor.ts";
+import {
+  allocateOutput,
+  blockSizeOf,
+  dtypeOf,
+  isReleasedOf,
+  isTensor,
+  operandOf,
+  rankOf,
+  shapeOf,
+  storageOf,
+  stridesOf,
+  type Tensor,
+} from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { BinaryOp, type UnaryOp } from "../kernels/types.ts";
 import { binaryWritesBool, DTYPE_RULES, type DTypeClass, type OpName, OPS } from "../core/op_table.ts";
+import { bumpStorageVersion } from "../memory/storage.ts";
 
 /**
  * `value` checked to be a live tensor: an `OptionError` for anything else, a `StaleTensorError` when its
@@ -32,10 +45,10 @@ import { binaryWritesBool, DTYPE_RULES, type DTypeClass, type OpName, OPS } from
  * ```
  */
 export function checkTensor(op: string, name: string, value: unknown): Tensor {
-  if (!(value instanceof Tensor)) {
+  if (!isTensor(value)) {
     throw new OptionError(op, `${name} must be a Tensor, got ${describe(value)}`);
   }
-  if (value.storage.isReleased) throw new StaleTensorError(op);
+  if (isReleasedOf(value)) throw new StaleTensorError(op);
   return value;
 }
 
@@ -49,7 +62,7 @@ export function checkF32(op: string, ...tensors: readonly Tensor[]): void {
  * error that names what is wrong.
  */
 export function checkF32Tensor(op: string, t: Tensor): void {
-  if (!(t instanceof Tensor) || t.storage.isReleased || t.dtype !== DType.F32 || t.blockSize > 0) {
+  if (!isTensor(t) || isReleasedOf(t) || dtypeOf(t) !== DType.F32 || blockSizeOf(t) > 0) {
     notF32(op, t);
   }
 }
@@ -61,7 +74,7 @@ function notF32(op: string, t: unknown): never {
   throw new DTypeError(
     op,
     `${op} computes on plain F32 tensors, got ${
-      tensor.blockSize > 0 ? `a blocked NchwC(${tensor.blockSize})` : dtypeInfo(tensor.dtype).name
+      blockSizeOf(tensor) > 0 ? `a blocked NchwC(${blockSizeOf(tensor)})` : dtypeInfo(dtypeOf(tensor)).name
     } tensor; cast() it first`,
   );
 }
@@ -100,12 +113,12 @@ const TAKES: ReadonlyMap<string, readonly DTypeClass[] | "any"> = new Map(
 
 /** Throws unless `t` is plain and of a dtype class in `takes`. */
 function checkTaken(op: string, takes: readonly DTypeClass[] | "any", t: Tensor): void {
-  const kind = dtypeClass(t.dtype);
-  if (t.blockSize === 0 && (takes === "any" || (kind !== null && takes.includes(kind)))) return;
+  const kind = dtypeClass(dtypeOf(t));
+  if (blockSizeOf(t) === 0 && (takes === "any" || (kind !== null && takes.includes(kind)))) return;
   const names = takes === "any"
     ? "plain"
     : takes.map((c) => CLASS_NAMES[c]).join(", ").replace(/, ([^,]*)$/, " or $1");
-  const got = t.blockSize > 0 ? `a blocked NchwC(${t.blockSize})` : article(dtypeInfo(t.dtype).name);
+  const got = blockSizeOf(t) > 0 ? `a blocked NchwC(${blockSizeOf(t)})` : article(dtypeInfo(dtypeOf(t)).name);
   throw new DTypeError(op, `${op} takes ${names} tensors, got ${got} tensor; cast() it first`);
 }
 
@@ -128,24 +141,24 @@ export function checkDTypes(op: OpName, x: Tensor, y?: Tensor): DType {
   checkTensor(op, "an operand", x);
   const takes = TAKES.get(op)!;
   checkTaken(op, takes, x);
-  if (y === undefined) return x.dtype;
+  if (y === undefined) return dtypeOf(x);
   checkTensor(op, "an operand", y);
   checkTaken(op, takes, y);
-  if (y.dtype !== x.dtype) {
+  if (dtypeOf(y) !== dtypeOf(x)) {
     throw new DTypeError(
       op,
-      `${op} takes operands of one dtype, got ${dtypeInfo(x.dtype).name} and ${
-        dtypeInfo(y.dtype).name
+      `${op} takes operands of one dtype, got ${dtypeInfo(dtypeOf(x)).name} and ${
+        dtypeInfo(dtypeOf(y)).name
       } (zigtensor does not promote); cast() one of them`,
     );
   }
-  return x.dtype;
+  return dtypeOf(x);
 }
 
 /** Whether `value` is a live, plain F32 tensor: the element-wise ops' fast path, decided in one test. */
 export function isPlainF32(value: unknown): value is Tensor {
-  return value instanceof Tensor && value.dtype === DType.F32 && value.blockSize === 0 &&
-    !value.storage.isReleased;
+  return isTensor(value) && dtypeOf(value) === DType.F32 && blockSizeOf(value) === 0 &&
+    !isReleasedOf(value);
 }
 
 /** "an I32", "a U8", "a Bool". */
@@ -162,7 +175,7 @@ export function checkParameter(
 ): void {
   if (t === undefined) return;
   checkF32(op, t);
-  if (t.rank !== shape.length || shapeOf(t).some((e, i) => e !== shape[i])) {
+  if (rankOf(t) !== shape.length || shapeOf(t).some((e, i) => e !== shape[i])) {
     throw new TensorShapeError(
       op,
       `${name} must have shape ${formatShape(shape)}, got ${formatShape(shapeOf(t))}`,
@@ -193,16 +206,16 @@ function sameExtents(a: readonly number[], b: readonly number[]): boolean {
  */
 export function addInto(op: string, target: Tensor, source: Tensor): void {
   const settings = computeSettings();
-  const out = target.operand(op);
+  const out = operandOf(target, op);
   kernels().binary(
     BinaryOp.Add,
     shapeOf(target),
     out,
     out,
-    source.operand(op, broadcastStrides(source, shapeOf(target), op)),
+    operandOf(source, op, broadcastStrides(source, shapeOf(target), op)),
     settings,
   );
-  target.storage.bumpVersion();
+  bumpStorageVersion(storageOf(target));
 }
 
 /** Allocates an F32 output of `shape` in the current scope. */
@@ -224,20 +237,20 @@ export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): 
   const shape = aShape === bShape || sameExtents(aShape, bShape)
     ? aShape
     : broadcastShapes(op, aShape, bShape);
-  const aOperand = a.operand(op, broadcastStrides(a, shape, op));
-  const bOperand = b.operand(op, broadcastStrides(b, shape, op));
+  const aOperand = operandOf(a, op, broadcastStrides(a, shape, op));
+  const bOperand = operandOf(b, op, broadcastStrides(b, shape, op));
   const out = newOutput(op, shape, binaryWritesBool(kind) ? DType.Bool : DType.F32);
   const compute = computeSnapshot();
-  compute.kernels.binary(kind, shapeOf(out), freshOperand(out, op), aOperand, bOperand, compute);
+  compute.kernels.binary(kind, shapeOf(out), operandOf(out, op), aOperand, bOperand, compute);
   return out;
 }
 
 /** out = kind(a); `a`'s view is checked before the output is allocated. */
 export function unaryKernel(op: string, kind: UnaryOp, a: Tensor): Tensor {
-  const operand = a.operand(op);
+  const operand = operandOf(a, op);
   const out = newOutput(op, shapeOf(a));
   const compute = computeSnapshot();
-  compute.kernels.unary(kind, shapeOf(out), freshOperand(out, op), operand, compute);
+  compute.kernels.unary(kind, shapeOf(out), operandOf(out, op), operand, compute);
   return out;
 }
 

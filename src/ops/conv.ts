@@ -11,7 +11,7 @@ import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkInteger, checkOptions } from "../core/options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, shapeOf, type Tensor } from "../tensor.ts";
+import { allocate, operandOf, rankOf, requiresGradOf, shapeOf, storageOf, type Tensor } from "../tensor.ts";
 import type { ConvWindowParams } from "../kernels/conv.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { addInto, checkF32, pair, sweepExtents, windowStride } from "./common.ts";
@@ -75,7 +75,12 @@ export function unfold(op: string, x: Tensor, geometry: WindowGeometry): Tensor 
   const columns = allocate(op, [n, c, kernel[0], kernel[1], output[0], output[1]], DType.F32, false, {
     scoped: true,
   });
-  kernels().im2col(windowParams(shapeOf(x), geometry), columns.operand(op), x.operand(op), computeSettings());
+  kernels().im2col(
+    windowParams(shapeOf(x), geometry),
+    operandOf(columns, op),
+    operandOf(x, op),
+    computeSettings(),
+  );
   return columns;
 }
 
@@ -92,8 +97,8 @@ export function fold(
   const image = allocate(op, inputShape, DType.F32, false, { scoped: true });
   kernels().col2im(
     windowParams(inputShape, geometry),
-    image.operand(op),
-    columns.operand(op),
+    operandOf(image, op),
+    operandOf(columns, op),
     computeSettings(),
   );
   return image;
@@ -101,7 +106,7 @@ export function fold(
 
 /** The checked geometry of a convolution of `x` [N, C, H, W] by `weight` [O, C/groups, KH, KW]. */
 function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOptions): WindowGeometry {
-  if (weight.rank !== 4) {
+  if (rankOf(weight) !== 4) {
     throw new TensorShapeError(
       op,
       `weight must be [out channels, in channels / groups, kH, kW], got ${formatShape(shapeOf(weight))}`,
@@ -132,7 +137,7 @@ function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOpti
     throw new TensorShapeError(op, `the kernel ${formatShape([kh, kw])} is empty`, [shapeOf(weight)]);
   }
   const bias = options.bias;
-  if (bias !== undefined && (bias.rank !== 1 || shapeOf(bias)[0] !== o)) {
+  if (bias !== undefined && (rankOf(bias) !== 1 || shapeOf(bias)[0] !== o)) {
     throw new TensorShapeError(op, `bias must be [${o}], got ${formatShape(shapeOf(bias))}`, [
       shapeOf(weight),
       shapeOf(bias),
@@ -164,7 +169,7 @@ function convGeometry(op: string, x: Tensor, weight: Tensor, options: Conv2dOpti
 
 /** The checked rank: 4 (NCHW) or 3 (one unbatched CHW image). */
 export function checkImage(op: string, x: Tensor): void {
-  if (x.rank !== 3 && x.rank !== 4) {
+  if (rankOf(x) !== 3 && rankOf(x) !== 4) {
     throw new TensorShapeError(
       op,
       `${op} takes an NCHW tensor (or one CHW image), got shape ${formatShape(shapeOf(x))}`,
@@ -193,7 +198,7 @@ function convolve(
     const grouped = reshape(weight, [groups, o / groups, cg * kh * kw]);
     const product = matmul(grouped, reshape(columns, [n, groups, cg * kh * kw, oh * ow]));
     columns.dispose();
-    if (grouped.storage !== weight.storage) grouped.dispose();
+    if (storageOf(grouped) !== storageOf(weight)) grouped.dispose();
     const y = reshape(product, [n, o, oh, ow]);
     if (bias !== undefined) addInto(op, y, reshape(bias, [o, 1, 1]));
     return y;
@@ -225,7 +230,7 @@ export function conv2d(x: Tensor, weight: Tensor, options?: Conv2dOptions): Tens
   if (options.bias !== undefined) checkF32(op, options.bias);
   checkImage(op, x);
   // One image is a batch of one, so errors name the batched shape [1, C, H, W].
-  if (x.rank === 3) return squeeze(conv2d(unsqueeze(x, 0), weight, options), 0);
+  if (rankOf(x) === 3) return squeeze(conv2d(unsqueeze(x, 0), weight, options), 0);
   const geometry = convGeometry(op, x, weight, options);
   const bias = options.bias;
   const y = convolve(op, x, weight, bias, geometry);
@@ -233,7 +238,7 @@ export function conv2d(x: Tensor, weight: Tensor, options?: Conv2dOptions): Tens
   if (!shouldRecord(...inputs)) return y;
   const { kernel, stride, padding, dilation } = geometry;
   return record(y, "Conv2d", inputs, {
-    saved: [weight.requiresGrad ? x : null, x.requiresGrad ? weight : null],
+    saved: [requiresGradOf(weight) ? x : null, requiresGradOf(x) ? weight : null],
     attrs: { kernel, stride, padding, dilation, groups: shapeOf(x)[1] / shapeOf(weight)[1] },
   });
 }
@@ -257,7 +262,7 @@ export function conv1d(x: Tensor, weight: Tensor, options?: Conv1dOptions): Tens
   const op = "conv1d";
   options = checkOptions(op, options, ["bias", "stride", "padding", "dilation", "groups"]);
   checkF32(op, x, weight);
-  if ((x.rank !== 2 && x.rank !== 3) || weight.rank !== 3) {
+  if ((rankOf(x) !== 2 && rankOf(x) !== 3) || rankOf(weight) !== 3) {
     throw new TensorShapeError(
       op,
       `conv1d takes an NCL tensor (or one CL sequence) and a weight [out channels, in channels / groups, k], ` +
@@ -314,7 +319,7 @@ function transposeGeometry(op: string, x: Tensor, weight: Tensor, options: ConvT
   const [n, c, h, w] = shapeOf(x);
   const groups = checkInteger(op, "groups", options.groups ?? 1, 1);
   if (
-    weight.rank !== 4 || shapeOf(weight)[0] !== c || c % groups !== 0 || shapeOf(weight)[2] === 0 ||
+    rankOf(weight) !== 4 || shapeOf(weight)[0] !== c || c % groups !== 0 || shapeOf(weight)[2] === 0 ||
     shapeOf(weight)[3] === 0
   ) {
     throw new TensorShapeError(
@@ -352,7 +357,7 @@ function transposeGeometry(op: string, x: Tensor, weight: Tensor, options: ConvT
     );
   }
   const bias = options.bias;
-  if (bias !== undefined && (bias.rank !== 1 || shapeOf(bias)[0] !== o)) {
+  if (bias !== undefined && (rankOf(bias) !== 1 || shapeOf(bias)[0] !== o)) {
     throw new TensorShapeError(op, `bias must be [${o}], got ${formatShape(shapeOf(bias))}`, [
       shapeOf(weight),
       shapeOf(bias),
@@ -389,7 +394,7 @@ export function convTranspose2d(x: Tensor, weight: Tensor, options?: ConvTranspo
   checkF32(op, x, weight);
   if (options.bias !== undefined) checkF32(op, options.bias);
   checkImage(op, x);
-  if (x.rank === 3) return squeeze(convTranspose2d(unsqueeze(x, 0), weight, options), 0);
+  if (rankOf(x) === 3) return squeeze(convTranspose2d(unsqueeze(x, 0), weight, options), 0);
   const { geometry, groups, outShape } = transposeGeometry(op, x, weight, options);
   const [n, c, h, w] = shapeOf(x);
   const [, og, kh, kw] = shapeOf(weight);
@@ -406,7 +411,7 @@ export function convTranspose2d(x: Tensor, weight: Tensor, options?: ConvTranspo
   if (!shouldRecord(...inputs)) return y;
   const { kernel, stride, padding, dilation } = geometry;
   return record(y, "ConvTranspose2d", inputs, {
-    saved: [weight.requiresGrad ? x : null, x.requiresGrad ? weight : null],
+    saved: [requiresGradOf(weight) ? x : null, requiresGradOf(x) ? weight : null],
     attrs: { kernel, stride, padding, dilation, groups },
   });
 }

@@ -11,30 +11,44 @@ import { checkTensor } from "./common.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { Layout, nhwcStrides } from "../core/layout.ts";
 import { checkBytes, checkShape, contiguousStrides, formatShape } from "../core/shape.ts";
-import { Storage } from "../memory/storage.ts";
-import { allocate, shapeOf, stridesOf, Tensor } from "../tensor.ts";
+import { bumpStorageVersion, Storage } from "../memory/storage.ts";
+import {
+  allocate,
+  blockSizeOf,
+  dtypeOf,
+  isContiguousOf,
+  layoutOf,
+  offsetOf,
+  operandOf,
+  rankOf,
+  requiresGradOf,
+  shapeOf,
+  storageOf,
+  stridesOf,
+  Tensor,
+} from "../tensor.ts";
 import { expandView } from "../core/views.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { blockedShape } from "../kernels/layout.ts";
 
 /** Copies `src` (same shape) into `dst` element by element; same dtype. */
 export function copyElements(op: string, dst: Tensor, src: Tensor): void {
-  const info = dtypeInfo(src.dtype);
+  const info = dtypeInfo(dtypeOf(src));
   if (info.isQuantized) {
     copyQuantizedRows(op, dst, src);
     return;
   }
-  kernels().copy(info.blockBytes, shapeOf(src), dst.operand(op), src.operand(op), computeSettings());
+  kernels().copy(info.blockBytes, shapeOf(src), operandOf(dst, op), operandOf(src, op), computeSettings());
 }
 
 /** Quantized data moves a row at a time: rows are whole blocks, contiguous along the last axis. */
 function copyQuantizedRows(op: string, dst: Tensor, src: Tensor): void {
-  const info = dtypeInfo(src.dtype);
+  const info = dtypeInfo(dtypeOf(src));
   const b = info.blockElements;
-  const rank = src.rank;
+  const rank = rankOf(src);
   // Treat each block as one element of blockBytes bytes: strides and offsets in blocks.
   const toBlocks = (t: Tensor) =>
-    t.operand(op, [...stridesOf(t).slice(0, -1).map((s) => s / b), 1], t.offset / b);
+    operandOf(t, op, [...stridesOf(t).slice(0, -1).map((s) => s / b), 1], offsetOf(t) / b);
   const shape = [...shapeOf(src).slice(0, -1), shapeOf(src)[rank - 1] / b];
   kernels().copy(info.blockBytes, shape, toBlocks(dst), toBlocks(src), computeSettings());
 }
@@ -42,15 +56,15 @@ function copyQuantizedRows(op: string, dst: Tensor, src: Tensor): void {
 /** Itself when contiguous, else a row-major copy (recorded as Reshape). */
 export function contiguous(t: Tensor): Tensor {
   checkTensor("contiguous", "the input", t);
-  if (t.isContiguous) return t;
-  if (t.blockSize > 0) {
+  if (isContiguousOf(t)) return t;
+  if (blockSizeOf(t) > 0) {
     throw new TensorShapeError(
       "contiguous",
-      `a blocked NchwC(${t.blockSize}) tensor converts with toLayout(Layout.Nchw)`,
+      `a blocked NchwC(${blockSizeOf(t)}) tensor converts with toLayout(Layout.Nchw)`,
       [shapeOf(t)],
     );
   }
-  const out = allocate("contiguous", shapeOf(t), t.dtype, false, { scoped: true });
+  const out = allocate("contiguous", shapeOf(t), dtypeOf(t), false, { scoped: true });
   copyElements("contiguous", out, t);
   return shouldRecord(t) ? record(out, "Reshape", [t]) : out;
 }
@@ -58,14 +72,14 @@ export function contiguous(t: Tensor): Tensor {
 /** A row-major copy that no scope tracks (recorded as Reshape, the identity on the logical tensor). */
 export function clone(t: Tensor): Tensor {
   checkTensor("clone", "the input", t);
-  if (t.blockSize > 0) {
+  if (blockSizeOf(t) > 0) {
     throw new TensorShapeError(
       "clone",
-      `a blocked NchwC(${t.blockSize}) tensor converts with toLayout(Layout.Nchw)`,
+      `a blocked NchwC(${blockSizeOf(t)}) tensor converts with toLayout(Layout.Nchw)`,
       [shapeOf(t)],
     );
   }
-  const out = allocate("clone", shapeOf(t), t.dtype, false, { scoped: false });
+  const out = allocate("clone", shapeOf(t), dtypeOf(t), false, { scoped: false });
   copyElements("clone", out, t);
   return shouldRecord(t) ? record(out, "Reshape", [t]) : out;
 }
@@ -74,9 +88,9 @@ export function clone(t: Tensor): Tensor {
 export function cast(t: Tensor, dtypeLike: DTypeLike): Tensor {
   checkTensor("cast", "the input", t);
   const dtype = toDType(dtypeLike, "cast");
-  const from = dtypeInfo(t.dtype, "cast");
+  const from = dtypeInfo(dtypeOf(t), "cast");
   const to = dtypeInfo(dtype, "cast");
-  if (from.isQuantized || to.isQuantized || t.blockSize > 0) {
+  if (from.isQuantized || to.isQuantized || blockSizeOf(t) > 0) {
     throw new DTypeError(
       "cast",
       `cast works on plain tensors; ${
@@ -86,14 +100,21 @@ export function cast(t: Tensor, dtypeLike: DTypeLike): Tensor {
       }`,
     );
   }
-  if (dtype === t.dtype) return contiguousCopy("cast", t, true);
+  if (dtype === dtypeOf(t)) return contiguousCopy("cast", t, true);
   const out = allocate("cast", shapeOf(t), dtype, false, { scoped: true });
-  kernels().cast(dtype, t.dtype, shapeOf(t), out.operand("cast"), t.operand("cast"), computeSettings());
+  kernels().cast(
+    dtype,
+    dtypeOf(t),
+    shapeOf(t),
+    operandOf(out, "cast"),
+    operandOf(t, "cast"),
+    computeSettings(),
+  );
   return shouldRecord(t) && to.isFloat ? record(out, "Cast", [t]) : out;
 }
 
 function contiguousCopy(op: string, t: Tensor, scoped: boolean): Tensor {
-  const out = allocate(op, shapeOf(t), t.dtype, false, { scoped });
+  const out = allocate(op, shapeOf(t), dtypeOf(t), false, { scoped });
   copyElements(op, out, t);
   return shouldRecord(t) ? record(out, "Cast", [t]) : out;
 }
@@ -102,20 +123,20 @@ function contiguousCopy(op: string, t: Tensor, scoped: boolean): Tensor {
 export function copyInto(target: Tensor, source: Tensor): void {
   checkTensor("copyFrom", "the target", target);
   checkTensor("copyFrom", "the source", source);
-  if (target.requiresGrad && shouldRecord(target)) {
+  if (requiresGradOf(target) && shouldRecord(target)) {
     throw new OptionError(
       "copyFrom",
       "cannot write in place into a tensor that requires gradients while gradients are recorded; " +
         "use GradMode.noGrad() or detach() it",
     );
   }
-  if (target.blockSize > 0 || source.blockSize > 0) {
+  if (blockSizeOf(target) > 0 || blockSizeOf(source) > 0) {
     throw new TensorShapeError("copyFrom", "blocked tensors convert with toLayout(), not copyFrom()", [
       shapeOf(target),
       shapeOf(source),
     ]);
   }
-  for (let i = 0; i < target.rank; i++) {
+  for (let i = 0; i < rankOf(target); i++) {
     if (stridesOf(target)[i] === 0 && shapeOf(target)[i] > 1) {
       throw new TensorShapeError(
         "copyFrom",
@@ -125,15 +146,15 @@ export function copyInto(target: Tensor, source: Tensor): void {
     }
   }
   // The kernels read and write in one pass: a source sharing the target's storage is copied out first.
-  using staged = source.storage === target.storage ? clone(source.detach()) : null;
+  using staged = storageOf(source) === storageOf(target) ? clone(source.detach()) : null;
   const from = staged ?? source;
   const view = expandView(from, shapeOf(target), "copyFrom");
-  const src = new Tensor({ storage: from.storage, dtype: from.dtype, ...view });
-  if (source.dtype === target.dtype) {
+  const src = new Tensor({ storage: storageOf(from), dtype: dtypeOf(from), ...view });
+  if (dtypeOf(source) === dtypeOf(target)) {
     copyElements("copyFrom", target, src);
   } else {
-    const to = dtypeInfo(target.dtype, "copyFrom");
-    const from = dtypeInfo(source.dtype, "copyFrom");
+    const to = dtypeInfo(dtypeOf(target), "copyFrom");
+    const from = dtypeInfo(dtypeOf(source), "copyFrom");
     if (to.isQuantized || from.isQuantized) {
       throw new DTypeError(
         "copyFrom",
@@ -141,25 +162,25 @@ export function copyInto(target: Tensor, source: Tensor): void {
       );
     }
     kernels().cast(
-      target.dtype,
-      source.dtype,
+      dtypeOf(target),
+      dtypeOf(source),
       shapeOf(target),
-      target.operand("copyFrom"),
-      src.operand("copyFrom"),
+      operandOf(target, "copyFrom"),
+      operandOf(src, "copyFrom"),
       computeSettings(),
     );
   }
-  target.storage.bumpVersion();
+  bumpStorageVersion(storageOf(target));
 }
 
 /** Writes the stored value `value` (already encoded) into every element of a strided tensor. */
 export function fillStrided(t: Tensor, value: number | bigint): void {
-  const info = dtypeInfo(t.dtype);
-  using one = allocate("fill", [], t.dtype, false, {});
+  const info = dtypeInfo(dtypeOf(t));
+  using one = allocate("fill", [], dtypeOf(t), false, {});
   const data = one.data();
   data[0] = value as never;
-  const source = one.operand("fill", new Array<number>(t.rank).fill(0));
-  kernels().copy(info.blockBytes, shapeOf(t), t.operand("fill"), source, computeSettings());
+  const source = operandOf(one, "fill", new Array<number>(rankOf(t)).fill(0));
+  kernels().copy(info.blockBytes, shapeOf(t), operandOf(t, "fill"), source, computeSettings());
 }
 
 /** A new scoped NchwC(B) tensor of logical shape `shape` over its physical span. */
@@ -197,49 +218,55 @@ export function toLayout(t: Tensor, layout: Layout): Tensor {
       `layout must be Layout.Nchw, Layout.Nhwc or Layout.nchwc(B), got ${describe(layout)}`,
     );
   }
-  if (t.rank !== 4) {
+  if (rankOf(t) !== 4) {
     throw new TensorShapeError(op, `layouts apply to rank-4 NCHW tensors, got ${formatShape(shapeOf(t))}`, [
       shapeOf(t),
     ]);
   }
-  const info = dtypeInfo(t.dtype, op);
+  const info = dtypeInfo(dtypeOf(t), op);
   if (info.isQuantized) throw new DTypeError(op, `${info.name} tensors have no image layouts`);
   if (layout.kind === "strided") {
     throw new TensorShapeError(op, "Strided is not a target layout; use Nchw, Nhwc or nchwc(B)", [
       shapeOf(t),
     ]);
   }
-  if (t.layout === layout) return t;
+  if (layoutOf(t) === layout) return t;
   if (layout.kind === "nchwc") {
-    if (t.requiresGrad && shouldRecord(t)) {
+    if (requiresGradOf(t) && shouldRecord(t)) {
       throw new OptionError(
         "toLayout",
         "blocked NchwC(B) tensors cannot require gradients; detach() the input first",
       );
     }
-    using plain = t.blockSize > 0 ? toLayout(t, Layout.Nchw) : null;
+    using plain = blockSizeOf(t) > 0 ? toLayout(t, Layout.Nchw) : null;
     const source = plain ?? t;
-    const out = allocateBlocked(op, shapeOf(t), t.dtype, layout.blockSize);
+    const out = allocateBlocked(op, shapeOf(t), dtypeOf(t), layout.blockSize);
     kernels().toBlocked(
       shapeOf(t),
       layout.blockSize,
       info.blockBytes,
-      out.operand(op),
-      source.operand(op),
+      operandOf(out, op),
+      operandOf(source, op),
       computeSettings(),
     );
     return out;
   }
   const strides = layout.kind === "nhwc" ? nhwcStrides(shapeOf(t)) : contiguousStrides(shapeOf(t));
-  const out = allocate(op, shapeOf(t), t.dtype, false, { scoped: true });
-  const target = new Tensor({ storage: out.storage, dtype: t.dtype, shape: shapeOf(t), strides, offset: 0 });
-  if (t.blockSize > 0) {
+  const out = allocate(op, shapeOf(t), dtypeOf(t), false, { scoped: true });
+  const target = new Tensor({
+    storage: storageOf(out),
+    dtype: dtypeOf(t),
+    shape: shapeOf(t),
+    strides,
+    offset: 0,
+  });
+  if (blockSizeOf(t) > 0) {
     kernels().fromBlocked(
       shapeOf(t),
-      t.blockSize,
+      blockSizeOf(t),
       info.blockBytes,
-      target.operand(op),
-      t.operand(op),
+      operandOf(target, op),
+      operandOf(t, op),
       computeSettings(),
     );
   } else {

@@ -11,7 +11,16 @@ import { DType, dtypeInfo } from "../core/dtype.ts";
 import { encodeElement } from "../core/element.ts";
 import { broadcastShapes } from "../core/shape.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
-import { allocate, freshOperand, shapeOf, Tensor } from "../tensor.ts";
+import {
+  allocate,
+  blockSizeOf,
+  dtypeOf,
+  isTensor,
+  operandOf,
+  requiresGradOf,
+  shapeOf,
+  type Tensor,
+} from "../tensor.ts";
 import { UnaryOp } from "../kernels/types.ts";
 import {
   binaryKernel,
@@ -55,9 +64,9 @@ function binarySaves(op: BinaryOpName, a: Tensor, b: Tensor): (Tensor | null)[] 
   switch (op) {
     // Mul saves a for b's gradient and b for a's; Div saves a (if b needs a gradient) and always b.
     case "mul":
-      return [b.requiresGrad ? a : null, a.requiresGrad ? b : null];
+      return [requiresGradOf(b) ? a : null, requiresGradOf(a) ? b : null];
     case "div":
-      return [b.requiresGrad ? a : null, b];
+      return [requiresGradOf(b) ? a : null, b];
     case "maximum":
     case "minimum":
     case "pow":
@@ -160,9 +169,9 @@ function integerBinary(op: BinaryOpName & OpName, x: Operand, y: Operand): Tenso
     kernelCode("binary", op),
     dtype,
     shape,
-    freshOperand(out, op),
-    a.operand(op, broadcastStrides(a, shape, op)),
-    b.operand(op, broadcastStrides(b, shape, op)),
+    operandOf(out, op),
+    operandOf(a, op, broadcastStrides(a, shape, op)),
+    operandOf(b, op, broadcastStrides(b, shape, op)),
     computeSettings(),
   );
   return out;
@@ -478,7 +487,7 @@ function unaryWith<K extends "Softplus" | "LeakyRelu" | "Elu" | "Clamp" | "Hardt
   checkF32(op, x);
   const out = newOutput(op, shapeOf(x));
   const p: [number, number] = [Math.fround(params[0]), Math.fround(params[1])];
-  kernels().unary(kernel, shapeOf(x), out.operand(op), x.operand(op), computeSettings(), p);
+  kernels().unary(kernel, shapeOf(x), operandOf(out, op), operandOf(x, op), computeSettings(), p);
   return recordOp(op, out, [x], { saved: [saved === "output" ? out : x], attrs });
 }
 
@@ -621,7 +630,7 @@ export interface ClampOptions {
  */
 export function clamp(x: Tensor, options: ClampOptions): Tensor {
   const o = checkOptions("clamp", options, ["min", "max"]);
-  if (o.min instanceof Tensor || o.max instanceof Tensor) return clampTensors(x, o.min, o.max);
+  if (isTensor(o.min) || isTensor(o.max)) return clampTensors(x, o.min, o.max);
   const lo = numberOption("clamp", "min", o.min, -Infinity);
   const hi = numberOption("clamp", "max", o.max, Infinity);
   return unaryWith<"Clamp">("clamp", UnaryOp.Clamp, x, [lo, hi], "input", {
@@ -632,7 +641,7 @@ export function clamp(x: Tensor, options: ClampOptions): Tensor {
 
 /** A bound of the tensor form: a checked F32 tensor, a number (as a rank-0 tensor), or absent. */
 function clampBound(name: string, value: unknown): Operand | undefined {
-  if (value === undefined || value instanceof Tensor) {
+  if (value === undefined || isTensor(value)) {
     if (value !== undefined) checkF32("clamp", value);
     return value;
   }
@@ -650,7 +659,7 @@ function clampTensors(x: Tensor, min: unknown, max: unknown): Tensor {
     using low = maximum(x, lo);
     return minimum(low, hi);
   });
-  if (!shouldRecord(x, ...[lo, hi].filter((v): v is Tensor => v instanceof Tensor))) return out;
+  if (!shouldRecord(x, ...[lo, hi].filter((v): v is Tensor => isTensor(v)))) return out;
   const bounds = lo === undefined ? "max" : hi === undefined ? "min" : "both";
   const l = lo === undefined ? null : asTensor(lo);
   const h = hi === undefined ? null : asTensor(hi);
@@ -694,7 +703,7 @@ function scalarOf(value: number, dtype: DType): Tensor {
 
 /** The name of a tensor's element type for messages (blocked layouts included). */
 function typeName(t: Tensor): string {
-  return t.blockSize > 0 ? `a blocked NchwC(${t.blockSize})` : dtypeInfo(t.dtype).name;
+  return blockSizeOf(t) > 0 ? `a blocked NchwC(${blockSizeOf(t)})` : dtypeInfo(dtypeOf(t)).name;
 }
 
 /**
@@ -704,10 +713,10 @@ function typeName(t: Tensor): string {
  * number beside Bool gives int64; cast first).
  */
 function whereDType(a: Operand, b: Operand): DType {
-  const tensors = [a, b].filter((v): v is Tensor => v instanceof Tensor);
+  const tensors = [a, b].filter((v): v is Tensor => isTensor(v));
   for (const t of tensors) {
-    const info = dtypeInfo(t.dtype);
-    if (info.isQuantized || t.blockSize > 0) {
+    const info = dtypeInfo(dtypeOf(t));
+    if (info.isQuantized || blockSizeOf(t) > 0) {
       throw new DTypeError(
         "where",
         `where takes plain tensors, got ${typeName(t)}; cast() or toLayout() it first`,
@@ -715,8 +724,8 @@ function whereDType(a: Operand, b: Operand): DType {
     }
   }
   if (tensors.length === 0) return DType.F32;
-  const dtype = tensors[0].dtype;
-  if (tensors.length === 2 && tensors[1].dtype !== dtype) {
+  const dtype = dtypeOf(tensors[0]);
+  if (tensors.length === 2 && dtypeOf(tensors[1]) !== dtype) {
     throw new DTypeError(
       "where",
       `a and b must have one dtype, got ${typeName(tensors[0])} and ${
@@ -762,7 +771,7 @@ function whereDType(a: Operand, b: Operand): DType {
  */
 export function where(condition: Tensor, a: Operand, b: Operand): Tensor {
   checkTensor("where", "the condition", condition);
-  if (condition.dtype !== DType.Bool || condition.blockSize > 0) {
+  if (dtypeOf(condition) !== DType.Bool || blockSizeOf(condition) > 0) {
     throw new DTypeError(
       "where",
       `the condition must be a plain Bool tensor, got ${
@@ -779,7 +788,7 @@ export function where(condition: Tensor, a: Operand, b: Operand): Tensor {
     broadcastShapes("where", shapeOf(condition), typeof a === "number" ? [] : shapeOf(a)),
     typeof b === "number" ? [] : shapeOf(b),
   );
-  const grads = shouldRecord(...[a, b].filter((v): v is Tensor => v instanceof Tensor));
+  const grads = shouldRecord(...[a, b].filter((v): v is Tensor => isTensor(v)));
   if (grads && dtype !== DType.F32) {
     throw new DTypeError("where", `gradients flow through F32 tensors only, got ${dtypeInfo(dtype).name}`);
   }
@@ -789,10 +798,10 @@ export function where(condition: Tensor, a: Operand, b: Operand): Tensor {
   kernels().select(
     dtypeInfo(dtype).blockBytes,
     shape,
-    freshOperand(out, "where"),
-    condition.operand("where", broadcastStrides(condition, shape, "where")),
-    x.operand("where", broadcastStrides(x, shape, "where")),
-    y.operand("where", broadcastStrides(y, shape, "where")),
+    operandOf(out, "where"),
+    operandOf(condition, "where", broadcastStrides(condition, shape, "where")),
+    operandOf(x, "where", broadcastStrides(x, shape, "where")),
+    operandOf(y, "where", broadcastStrides(y, shape, "where")),
     computeSettings(),
   );
   const temporaries = [x === a ? null : x, y === b ? null : y].filter((t): t is Tensor => t !== null);

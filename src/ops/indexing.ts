@@ -11,7 +11,17 @@ import { DType, dtypeInfo } from "../core/dtype.ts";
 import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { computeSettings, kernels } from "../context.ts";
-import { allocate, shapeOf, stridesOf, Tensor } from "../tensor.ts";
+import {
+  allocate,
+  blockSizeOf,
+  dtypeOf,
+  operandOf,
+  rankOf,
+  shapeOf,
+  sizeOf,
+  stridesOf,
+  Tensor,
+} from "../tensor.ts";
 import { IndexOp } from "../kernels/indexing.ts";
 import { recordOp } from "../autograd/record.ts";
 import { add, eq, ge, le, mul, sub } from "./elementwise.ts";
@@ -25,8 +35,8 @@ import { checkF32, checkTensor, newOutput } from "./common.ts";
 /** `index` checked to be a plain I64 or I32 tensor. */
 function checkIndex(op: string, index: Tensor): void {
   checkTensor(op, "index", index);
-  if ((index.dtype !== DType.I64 && index.dtype !== DType.I32) || index.blockSize > 0) {
-    throw new DTypeError(op, `index must be an I64 or I32 tensor, got ${dtypeInfo(index.dtype).name}`);
+  if ((dtypeOf(index) !== DType.I64 && dtypeOf(index) !== DType.I32) || blockSizeOf(index) > 0) {
+    throw new DTypeError(op, `index must be an I64 or I32 tensor, got ${dtypeInfo(dtypeOf(index)).name}`);
   }
 }
 
@@ -44,7 +54,7 @@ function outOfRange(op: string, index: Tensor, bound: number, axis: number, shap
 
 /** Every axis but `axis` of `index` must fit in `t` (PyTorch's rule for gather and scatter). */
 function checkFits(op: string, name: string, t: Tensor, index: Tensor, axis: number): void {
-  if (index.rank !== t.rank || shapeOf(index).some((e, d) => d !== axis && e > shapeOf(t)[d])) {
+  if (rankOf(index) !== rankOf(t) || shapeOf(index).some((e, d) => d !== axis && e > shapeOf(t)[d])) {
     throw new TensorShapeError(
       op,
       `index ${formatShape(shapeOf(index))} must have the rank of ${name} ${
@@ -59,7 +69,7 @@ function checkFits(op: string, name: string, t: Tensor, index: Tensor, axis: num
 function gatherAs(op: string, x: Tensor, axis: number, index: Tensor): Tensor {
   checkF32(op, x);
   checkIndex(op, index);
-  const a = normalizeAxis(op, axis, x.rank, shapeOf(x));
+  const a = normalizeAxis(op, axis, rankOf(x), shapeOf(x));
   checkFits(op, "the input", x, index, a);
   const out = newOutput(op, shapeOf(index));
   const ok = kernels().index(
@@ -67,9 +77,9 @@ function gatherAs(op: string, x: Tensor, axis: number, index: Tensor): Tensor {
     shapeOf(index),
     a,
     shapeOf(x)[a],
-    x.operand(op, stridesOf(x)),
-    out.operand(op, stridesOf(out)),
-    index.operand(op, stridesOf(index)),
+    operandOf(x, op, stridesOf(x)),
+    operandOf(out, op, stridesOf(out)),
+    operandOf(index, op, stridesOf(index)),
     computeSettings(),
   );
   if (!ok) outOfRange(op, index, shapeOf(x)[a], a, shapeOf(x));
@@ -110,12 +120,12 @@ export function gather(x: Tensor, axis: number, index: Tensor): Tensor {
 export function indexSelect(x: Tensor, axis: number, index: Tensor): Tensor {
   checkF32("indexSelect", x);
   checkIndex("indexSelect", index);
-  if (index.rank !== 1) {
+  if (rankOf(index) !== 1) {
     throw new TensorShapeError("indexSelect", `index must be 1-D, got ${formatShape(shapeOf(index))}`, [
       shapeOf(index),
     ]);
   }
-  const a = normalizeAxis("indexSelect", axis, x.rank, shapeOf(x));
+  const a = normalizeAxis("indexSelect", axis, rankOf(x), shapeOf(x));
   const shape = shapeOf(x).map((e, d) => (d === a ? shapeOf(index)[0] : e));
   // The index along `axis`, broadcast over the other axes: a gather.
   const spread = expand(reshape(index, shapeOf(x).map((_, d) => (d === a ? shapeOf(index)[0] : 1))), shape);
@@ -141,9 +151,9 @@ export function scatterAdd(x: Tensor, axis: number, index: Tensor, src: Tensor):
   const op = "scatterAdd";
   checkF32(op, x, src);
   checkIndex(op, index);
-  const a = normalizeAxis(op, axis, x.rank, shapeOf(x));
+  const a = normalizeAxis(op, axis, rankOf(x), shapeOf(x));
   checkFits(op, "the input", x, index, a);
-  if (src.rank !== index.rank || shapeOf(src).some((e, d) => e !== shapeOf(index)[d])) {
+  if (rankOf(src) !== rankOf(index) || shapeOf(src).some((e, d) => e !== shapeOf(index)[d])) {
     throw new TensorShapeError(
       op,
       `src ${formatShape(shapeOf(src))} must have the shape of index ${formatShape(shapeOf(index))}`,
@@ -152,15 +162,15 @@ export function scatterAdd(x: Tensor, axis: number, index: Tensor, src: Tensor):
   }
   const out = allocate(op, shapeOf(x), DType.F32, false, { scoped: true });
   const settings = computeSettings();
-  kernels().copy(4, shapeOf(x), out.operand(op, stridesOf(out)), x.operand(op, stridesOf(x)), settings);
+  kernels().copy(4, shapeOf(x), operandOf(out, op, stridesOf(out)), operandOf(x, op, stridesOf(x)), settings);
   const ok = kernels().index(
     IndexOp.ScatterAdd,
     shapeOf(index),
     a,
     shapeOf(x)[a],
-    out.operand(op, stridesOf(out)),
-    src.operand(op, stridesOf(src)),
-    index.operand(op, stridesOf(index)),
+    operandOf(out, op, stridesOf(out)),
+    operandOf(src, op, stridesOf(src)),
+    operandOf(index, op, stridesOf(index)),
     settings,
   );
   if (!ok) {
@@ -185,16 +195,16 @@ export function scatterAdd(x: Tensor, axis: number, index: Tensor, src: Tensor):
 export function cumsum(x: Tensor, axis: number): Tensor {
   checkF32("cumsum", x);
   // A rank-0 tensor is its own running sum (axis 0 or −1), as PyTorch.
-  if (x.rank === 0) return reshape(cumsum(reshape(x, [1]), normalizeAxis("cumsum", axis, 1, [1])), []);
-  const a = normalizeAxis("cumsum", axis, x.rank, shapeOf(x));
+  if (rankOf(x) === 0) return reshape(cumsum(reshape(x, [1]), normalizeAxis("cumsum", axis, 1, [1])), []);
+  const a = normalizeAxis("cumsum", axis, rankOf(x), shapeOf(x));
   const out = newOutput("cumsum", shapeOf(x));
   kernels().index(
     IndexOp.CumSum,
     shapeOf(x),
     a,
     0,
-    x.operand("cumsum", stridesOf(x)),
-    out.operand("cumsum", stridesOf(out)),
+    operandOf(x, "cumsum", stridesOf(x)),
+    operandOf(out, "cumsum", stridesOf(out)),
     null,
     computeSettings(),
   );
@@ -217,7 +227,7 @@ function extremeWithIndices(
 ): ValuesAndIndices {
   checkF32(op, x);
   const keepDims = keepDimsOf(op, options);
-  const a = normalizeAxis(op, axis, x.rank, shapeOf(x));
+  const a = normalizeAxis(op, axis, rankOf(x), shapeOf(x));
   const indices = (op === "maxWithIndices" ? argmax : argmin)(x, a, { keepDims: true });
   const values = gatherAs(op, x, a, indices);
   return keepDims ? { values, indices } : { values: squeeze(values, a), indices: squeeze(indices, a) };
@@ -271,7 +281,7 @@ export function stack(tensors: readonly Tensor[], axis = 0): Tensor {
   const list: readonly Tensor[] = tensors;
   const shape = shapeOf(list[0]);
   for (const t of list) {
-    if (t.rank !== shape.length || shapeOf(t).some((e, d) => e !== shape[d])) {
+    if (rankOf(t) !== shape.length || shapeOf(t).some((e, d) => e !== shape[d])) {
       throw new TensorShapeError(
         "stack",
         `every tensor must have the same shape, got ${formatShape(shape)} and ${formatShape(shapeOf(t))}`,
@@ -298,7 +308,7 @@ export function stack(tensors: readonly Tensor[], axis = 0): Tensor {
  */
 export function repeat(x: Tensor, reps: readonly number[]): Tensor {
   checkTensor("repeat", "the input", x);
-  if (!Array.isArray(reps) || reps.some((r) => !Number.isInteger(r) || r < 0) || reps.length < x.rank) {
+  if (!Array.isArray(reps) || reps.some((r) => !Number.isInteger(r) || r < 0) || reps.length < rankOf(x)) {
     throw new TensorShapeError(
       "repeat",
       `reps must be non-negative integers, at least one per axis of ${formatShape(shapeOf(x))}, got ` +
@@ -306,7 +316,7 @@ export function repeat(x: Tensor, reps: readonly number[]): Tensor {
       [shapeOf(x)],
     );
   }
-  const shape = [...Array(reps.length - x.rank).fill(1), ...shapeOf(x)];
+  const shape = [...Array(reps.length - rankOf(x)).fill(1), ...shapeOf(x)];
   // [1, s0, 1, s1, ...] expanded to [r0, s0, r1, s1, ...], then merged pairwise.
   const spread = reshape(x, shape.flatMap((s) => [1, s]));
   const tiled = expand(spread, shape.flatMap((s, i) => [reps[i], s]));
@@ -338,7 +348,7 @@ export function oneHot(labels: Tensor, numClasses = -1): Tensor {
   }
   // As F32 the labels are exact below 2^24, and any larger one stays ≥ 2^24 ≥ numClasses: the check is exact.
   const values = cast(labels, DType.F32);
-  if (labels.size > 0) {
+  if (sizeOf(labels) > 0) {
     const low = min(values).item() as number;
     const high = max(values).item() as number;
     const classes = numClasses === -1 ? high + 1 : numClasses;
@@ -373,7 +383,7 @@ function triangle(op: "tril" | "triu", x: Tensor, options: TriangleOptions | und
   if (!Number.isInteger(diagonal)) {
     throw new OptionError(op, `diagonal must be an integer, got ${describe(diagonal)}`);
   }
-  if (x.rank < 2) {
+  if (rankOf(x) < 2) {
     throw new TensorShapeError(op, `${op} needs at least 2 axes, got ${formatShape(shapeOf(x))}`, [
       shapeOf(x),
     ]);
@@ -391,7 +401,7 @@ function triangle(op: "tril" | "triu", x: Tensor, options: TriangleOptions | und
     shapeOf(x),
   );
   const zeros = allocate(op, [...shapeOf(x).slice(0, -1), 1], DType.F32, true, { scoped: true });
-  return gatherAs(op, concat([x, zeros], -1), x.rank - 1, index);
+  return gatherAs(op, concat([x, zeros], -1), rankOf(x) - 1, index);
 }
 
 /**
@@ -455,7 +465,7 @@ export function pad(x: Tensor, pads: readonly number[], options?: PadOptions): T
   }
   if (typeof value !== "number") throw new OptionError(op, `value must be a number, got ${describe(value)}`);
   if (
-    !Array.isArray(pads) || pads.length % 2 !== 0 || pads.length > 2 * x.rank ||
+    !Array.isArray(pads) || pads.length % 2 !== 0 || pads.length > 2 * rankOf(x) ||
     pads.some((p) => !Number.isInteger(p) || p < 0)
   ) {
     throw new TensorShapeError(
@@ -469,7 +479,7 @@ export function pad(x: Tensor, pads: readonly number[], options?: PadOptions): T
   }
   let out = x;
   for (let k = 0; k < pads.length / 2; k++) {
-    const axis = x.rank - 1 - k;
+    const axis = rankOf(x) - 1 - k;
     const [before, after] = [pads[2 * k], pads[2 * k + 1]];
     if (before === 0 && after === 0) continue;
     const n = shapeOf(out)[axis];

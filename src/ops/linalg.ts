@@ -14,11 +14,11 @@ import { record, shouldRecord } from "../autograd/record.ts";
 import { add } from "./elementwise.ts";
 import { checkF32, newOutput } from "./common.ts";
 import { squeeze, transpose, unsqueeze } from "./views.ts";
-import { shapeOf, stridesOf } from "../tensor.ts";
+import { offsetOf, operandOf, rankOf, requiresGradOf, shapeOf, stridesOf } from "../tensor.ts";
 
 /** The strides of `t` ([..., R, C]) read at the batch shape `batch`. */
 function batchStrides(t: Tensor, batch: readonly number[], op: string): number[] {
-  const leading = { shape: shapeOf(t).slice(0, -2), strides: stridesOf(t).slice(0, -2), offset: t.offset };
+  const leading = { shape: shapeOf(t).slice(0, -2), strides: stridesOf(t).slice(0, -2), offset: offsetOf(t) };
   return [...expandView(leading, batch, op).strides, ...stridesOf(t).slice(-2)];
 }
 
@@ -42,9 +42,9 @@ function matmul2(a: Tensor, b: Tensor): Tensor {
   kernels().matMul(
     shape,
     k,
-    out.operand(op),
-    a.operand(op, batchStrides(a, batch, op)),
-    b.operand(op, batchStrides(b, batch, op)),
+    operandOf(out, op),
+    operandOf(a, op, batchStrides(a, batch, op)),
+    operandOf(b, op, batchStrides(b, batch, op)),
     computeSettings(),
   );
   return out;
@@ -68,7 +68,7 @@ function matmul2(a: Tensor, b: Tensor): Tensor {
  */
 export function matmul(a: Tensor, b: Tensor): Tensor {
   checkF32("matmul", a, b);
-  if (a.rank === 0 || b.rank === 0) {
+  if (rankOf(a) === 0 || rankOf(b) === 0) {
     throw new TensorShapeError(
       "matmul",
       `matmul needs operands of rank 1 or more, got ${formatShape(shapeOf(a))} and ${
@@ -77,18 +77,20 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
       [shapeOf(a), shapeOf(b)],
     );
   }
-  if (a.rank === 1 || b.rank === 1) {
+  if (rankOf(a) === 1 || rankOf(b) === 1) {
     // A vector operand gains an axis for the product and loses it again, through recorded views.
-    const a2 = a.rank === 1 ? unsqueeze(a, 0) : a;
-    const b2 = b.rank === 1 ? unsqueeze(b, -1) : b;
+    const a2 = rankOf(a) === 1 ? unsqueeze(a, 0) : a;
+    const b2 = rankOf(b) === 1 ? unsqueeze(b, -1) : b;
     const product = matmul(a2, b2);
-    const dropped = b.rank === 1 ? squeeze(product, -1) : product;
+    const dropped = rankOf(b) === 1 ? squeeze(product, -1) : product;
     // Two vectors leave [1] here, whose one axis goes too: the rank-0 dot product (0 for empty vectors).
-    return a.rank === 1 ? squeeze(dropped, b.rank === 1 ? -1 : -2) : dropped;
+    return rankOf(a) === 1 ? squeeze(dropped, rankOf(b) === 1 ? -1 : -2) : dropped;
   }
   const out = matmul2(a, b);
   if (!shouldRecord(a, b)) return out;
-  return record(out, "MatMul", [a, b], { saved: [b.requiresGrad ? a : null, a.requiresGrad ? b : null] });
+  return record(out, "MatMul", [a, b], {
+    saved: [requiresGradOf(b) ? a : null, requiresGradOf(a) ? b : null],
+  });
 }
 
 /**
@@ -107,7 +109,7 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
  */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
   checkF32("linear", x, weight);
-  if (weight.rank !== 2) {
+  if (rankOf(weight) !== 2) {
     throw new TensorShapeError("linear", `weight must be [out, in], got ${formatShape(shapeOf(weight))}`, [
       shapeOf(x),
       shapeOf(weight),
@@ -115,7 +117,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
   }
   const product = matmul(x, transpose(weight, 0, 1));
   if (bias === undefined) return product;
-  if (bias.rank !== 1 || shapeOf(bias)[0] !== shapeOf(weight)[0]) {
+  if (rankOf(bias) !== 1 || shapeOf(bias)[0] !== shapeOf(weight)[0]) {
     throw new TensorShapeError(
       "linear",
       `bias must be [${shapeOf(weight)[0]}], got ${formatShape(shapeOf(bias))}`,

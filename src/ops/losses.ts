@@ -12,7 +12,17 @@ import { BackwardNotImplementedError, DTypeError, OptionError, TensorShapeError 
 import { checkBoolean, checkOptions, describe } from "../core/options.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
-import { allocate, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
+import {
+  allocate,
+  blockSizeOf,
+  dtypeOf,
+  isContiguousOf,
+  operandOf,
+  rankOf,
+  shapeOf,
+  stridesOf,
+  type Tensor,
+} from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { type BackwardRecord, recordOp, shouldRecord } from "../autograd/record.ts";
@@ -80,7 +90,7 @@ function checkShapes(
   weights: Readonly<Record<string, Tensor | undefined>> = {},
 ): void {
   checkF32(op, input, target);
-  if (target.rank !== input.rank || shapeOf(target).some((e, i) => e !== shapeOf(input)[i])) {
+  if (rankOf(target) !== rankOf(input) || shapeOf(target).some((e, i) => e !== shapeOf(input)[i])) {
     throw new TensorShapeError(
       op,
       `the target ${formatShape(shapeOf(target))} must have the input's shape ${formatShape(shapeOf(input))}`,
@@ -91,7 +101,7 @@ function checkShapes(
     if (w === undefined) continue;
     checkF32(op, w);
     const shape = broadcastShapes(op, shapeOf(input), shapeOf(w));
-    if (shape.length !== input.rank || shape.some((e, i) => e !== shapeOf(input)[i])) {
+    if (shape.length !== rankOf(input) || shape.some((e, i) => e !== shapeOf(input)[i])) {
       throw new TensorShapeError(
         op,
         `${name} ${formatShape(shapeOf(w))} must broadcast to the input's shape ${
@@ -276,10 +286,10 @@ export function klDiv(input: Tensor, target: Tensor, options?: KlDivOptions): Te
   const reduction = checkReduction(op, options.reduction, [...REDUCTIONS, "batchmean"]);
   const logTarget = checkBoolean(op, "logTarget", options.logTarget, false);
   checkShapes(op, input, target);
-  if (reduction === "batchmean" && input.rank === 0) {
+  if (reduction === "batchmean" && rankOf(input) === 0) {
     throw new TensorShapeError(op, `"batchmean" needs a batch axis, got a scalar input`, [shapeOf(input)]);
   }
-  const batch = input.rank === 0 ? 1 : shapeOf(input)[0];
+  const batch = rankOf(input) === 0 ? 1 : shapeOf(input)[0];
   return reduce(reduction, shouldRecord(input, target), () => {
     if (logTarget) return mul(exp(target), sub(target, input));
     return sub(mul(target, log(maximum(target, 2 ** -126))), mul(target, input));
@@ -334,18 +344,18 @@ function checkClassLoss(
   checkF32(op, input);
   checkTensor(op, "the target", target);
   const reduction = checkReduction(op, options.reduction) as LossReduction;
-  if (input.rank < 1) {
+  if (rankOf(input) < 1) {
     throw new TensorShapeError(op, `the input must be [C], [N, C] or [N, C, d1, ...], got a scalar`, [
       shapeOf(input),
     ]);
   }
-  const axis = input.rank === 1 ? 0 : 1;
+  const axis = rankOf(input) === 1 ? 0 : 1;
   const classes = shapeOf(input)[axis];
   const rows = shapeOf(input).filter((_, d) => d !== axis);
-  const info = dtypeInfo(target.dtype);
-  const probabilities = op === "crossEntropy" && target.dtype === DType.F32 && target.blockSize === 0;
+  const info = dtypeInfo(dtypeOf(target));
+  const probabilities = op === "crossEntropy" && dtypeOf(target) === DType.F32 && blockSizeOf(target) === 0;
   const wanted = probabilities ? shapeOf(input) : rows;
-  if (!probabilities && target.dtype !== DType.I64 && target.dtype !== DType.I32) {
+  if (!probabilities && dtypeOf(target) !== DType.I64 && dtypeOf(target) !== DType.I32) {
     throw new DTypeError(
       op,
       `the target must hold class indices (I64 or I32)${
@@ -353,7 +363,7 @@ function checkClassLoss(
       }, got ${info.name}`,
     );
   }
-  if (target.rank !== wanted.length || shapeOf(target).some((e, d) => e !== wanted[d])) {
+  if (rankOf(target) !== wanted.length || shapeOf(target).some((e, d) => e !== wanted[d])) {
     throw new TensorShapeError(
       op,
       `the target must have shape ${formatShape(wanted)} for the input ${formatShape(shapeOf(input))} (${
@@ -366,7 +376,7 @@ function checkClassLoss(
   if (weight !== undefined) {
     checkTensor(op, "weight", weight);
     checkF32(op, weight);
-    if (weight.rank !== 1 || shapeOf(weight)[0] !== classes) {
+    if (rankOf(weight) !== 1 || shapeOf(weight)[0] !== classes) {
       throw new TensorShapeError(
         op,
         `weight must be [C] = [${classes}] for the input ${formatShape(shapeOf(input))}, got ${
@@ -419,9 +429,9 @@ function targetOutOfRange(op: string, target: Tensor, classes: number, ignoreInd
 /** The weight as a contiguous operand (a copy when it is a strided view), or null. */
 function weightOperand<T>(op: string, weight: Tensor | undefined, run: (w: KernelOperand | null) => T): T {
   if (weight === undefined) return run(null);
-  const dense = weight.isContiguous ? weight : GradMode.noGrad(() => contiguous(weight));
+  const dense = isContiguousOf(weight) ? weight : GradMode.noGrad(() => contiguous(weight));
   try {
-    return run(dense.operand(op, [1]));
+    return run(operandOf(dense, op, [1]));
   } finally {
     if (dense !== weight) dense.dispose();
   }
@@ -446,11 +456,11 @@ function classLoss(
   const ok = weightOperand(op, loss.weight, (weight) =>
     kernels().nll(
       params,
-      input.operand(op, classLast(stridesOf(input))),
-      target.operand(op, targetStrides),
+      operandOf(input, op, classLast(stridesOf(input))),
+      operandOf(target, op, targetStrides),
       weight,
-      out.operand(op, outStrides),
-      work.operand(op, [1]),
+      operandOf(out, op, outStrides),
+      operandOf(work, op, [1]),
       null,
       computeSettings(),
     ));
@@ -502,12 +512,12 @@ export function classLossBackward(
     weightOperand(op, weight, (w) =>
       kernels().nll(
         { ...base, phase },
-        x.operand(op, classLast(stridesOf(x))),
-        target.operand(op, targetStrides),
+        operandOf(x, op, classLast(stridesOf(x))),
+        operandOf(target, op, targetStrides),
         w,
-        grad.operand(op, classLast(stridesOf(grad))),
-        work.operand(op, [1]),
-        g.operand(op, gStrides),
+        operandOf(grad, op, classLast(stridesOf(grad))),
+        operandOf(work, op, [1]),
+        operandOf(g, op, gStrides),
         computeSettings(),
       ));
     return grad;

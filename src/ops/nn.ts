@@ -9,7 +9,18 @@ import { checkBoolean, checkOptions, describe } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { broadcastShapes, formatShape, normalizeAxis } from "../core/shape.ts";
-import { allocate, shapeOf, stridesOf, Tensor } from "../tensor.ts";
+import {
+  allocate,
+  blockSizeOf,
+  dtypeOf,
+  isTensor,
+  operandOf,
+  rankOf,
+  shapeOf,
+  sizeOf,
+  stridesOf,
+  Tensor,
+} from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { abs, add, div, gt, le, maximum, mul, pow, sub } from "./elementwise.ts";
@@ -65,9 +76,9 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
   const op = "concat";
   checkConcatInputs(op, tensors);
   const first = tensors[0];
-  const a = normalizeAxis(op, axis, first.rank, shapeOf(first));
+  const a = normalizeAxis(op, axis, rankOf(first), shapeOf(first));
   for (const t of tensors) {
-    if (t.rank !== first.rank || shapeOf(t).some((e, d) => d !== a && e !== shapeOf(first)[d])) {
+    if (rankOf(t) !== rankOf(first) || shapeOf(t).some((e, d) => d !== a && e !== shapeOf(first)[d])) {
       throw new TensorShapeError(
         op,
         `cannot concatenate ${formatShape(shapeOf(first))} and ${formatShape(shapeOf(t))} along axis ${a}: ` +
@@ -79,11 +90,11 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
   const sizes = tensors.map((t) => shapeOf(t)[a]);
   const shape = [...shapeOf(first)];
   shape[a] = sizes.reduce((s, e) => s + e, 0);
-  const out = allocate(op, shape, first.dtype, false, { scoped: true });
+  const out = allocate(op, shape, dtypeOf(first), false, { scoped: true });
   let start = 0;
   for (const t of tensors) {
     const part = { shape: shapeOf(t), strides: stridesOf(out), offset: start * stridesOf(out)[a] };
-    if (t.size > 0) copyElements(op, viewOf(out, part), t);
+    if (sizeOf(t) > 0) copyElements(op, viewOf(out, part), t);
     start += shapeOf(t)[a];
   }
   if (!shouldRecord(...tensors)) return out;
@@ -105,17 +116,17 @@ export interface EmbeddingOptions {
 
 /** The lookups as a flat I32 or I64 index for the native gather (other integer dtypes cast to I64). */
 function lookupIndex(op: string, indices: Tensor): Tensor {
-  if (!(indices instanceof Tensor)) {
+  if (!isTensor(indices)) {
     throw new OptionError(op, `indices must be a Tensor, got ${String(indices)}`);
   }
-  const info = dtypeInfo(indices.dtype);
-  if (info.isFloat || info.isQuantized || info.name === "Bool" || indices.blockSize > 0) {
+  const info = dtypeInfo(dtypeOf(indices));
+  if (info.isFloat || info.isQuantized || info.name === "Bool" || blockSizeOf(indices) > 0) {
     throw new DTypeError(op, `indices must be an integer tensor, got ${info.name}`);
   }
-  const typed = indices.dtype === DType.I32 || indices.dtype === DType.I64
+  const typed = dtypeOf(indices) === DType.I32 || dtypeOf(indices) === DType.I64
     ? indices
     : cast(indices, DType.I64);
-  return reshape(typed, [indices.size]);
+  return reshape(typed, [sizeOf(indices)]);
 }
 
 /**
@@ -125,16 +136,16 @@ function lookupIndex(op: string, indices: Tensor): Tensor {
  */
 function gatherRows(op: string, weight: Tensor, ids: Tensor, out: Tensor): boolean {
   const [rows, dim] = shapeOf(weight);
-  const shape = [ids.size, dim];
-  const spread = expand(reshape(ids, [ids.size, 1]), shape);
+  const shape = [sizeOf(ids), dim];
+  const spread = expand(reshape(ids, [sizeOf(ids), 1]), shape);
   return kernels().index(
     IndexOp.Gather,
     shape,
     0,
     rows,
-    weight.operand(op, stridesOf(weight)),
-    out.operand(op, [dim, 1]),
-    spread.operand(op, stridesOf(spread)),
+    operandOf(weight, op, stridesOf(weight)),
+    operandOf(out, op, [dim, 1]),
+    operandOf(spread, op, stridesOf(spread)),
     computeSettings(),
   );
 }
@@ -176,8 +187,8 @@ function renormRows(weight: Tensor, ids: Tensor, maxNorm: number, normType: numb
       const lookups = scatterAdd(
         Tensor.zeros([rows, 1]),
         0,
-        reshape(ids, [ids.size, 1]),
-        Tensor.ones([ids.size, 1]),
+        reshape(ids, [sizeOf(ids), 1]),
+        Tensor.ones([sizeOf(ids), 1]),
       );
       const apply = mul(cast(gt(norms, maxNorm), DType.F32), cast(gt(lookups, 0), DType.F32));
       // apply is 0 or 1, so the factor is exactly maxNorm/(norm + 1e-7) or exactly 1.
@@ -200,16 +211,16 @@ export function embeddingBackward(
 ): Tensor {
   const op = "backward";
   const [rows, dim] = weightShape;
-  const count = indices.size;
+  const count = sizeOf(indices);
   const grad = allocate(op, [rows, dim], DType.F32, true, { scoped: true });
   const ids = cast(indices, DType.I32);
   const source = contiguous(g);
   try {
     kernels().indexAdd(
       { groups: 1, count, width: dim, rows, flat: false },
-      grad.operand(op, [rows * dim, dim, 1]),
-      source.operand(op, [count * dim, dim, 1]),
-      ids.operand(op, [count, 1]),
+      operandOf(grad, op, [rows * dim, dim, 1]),
+      operandOf(source, op, [count * dim, dim, 1]),
+      operandOf(ids, op, [count, 1]),
       computeSettings(),
     );
   } finally {
@@ -240,7 +251,7 @@ export function embedding(indices: Tensor, weight: Tensor, options?: EmbeddingOp
   const op = "embedding";
   options = checkOptions(op, options, ["paddingIdx", "maxNorm", "normType"]);
   checkF32(op, weight);
-  if (weight.rank !== 2) {
+  if (rankOf(weight) !== 2) {
     throw new TensorShapeError(op, `weight must be [rows, dim], got ${formatShape(shapeOf(weight))}`, [
       shapeOf(weight),
     ]);
@@ -351,10 +362,11 @@ interface AttentionShape {
 /** With `enableGqa`, the query heads per kv head (1 when the head counts are equal); k and v must agree. */
 function gqaGroups(op: string, q: Tensor, k: Tensor, v: Tensor): number {
   const shapes = [shapeOf(q), shapeOf(k), shapeOf(v)];
-  const heads = shapeOf(q)[q.rank - 3];
-  const kvHeads = shapeOf(k)[k.rank - 3];
+  const heads = shapeOf(q)[rankOf(q) - 3];
+  const kvHeads = shapeOf(k)[rankOf(k) - 3];
   if (
-    q.rank < 3 || k.rank < 3 || v.rank < 3 || shapeOf(v)[v.rank - 3] !== kvHeads || kvHeads === 0 ||
+    rankOf(q) < 3 || rankOf(k) < 3 || rankOf(v) < 3 || shapeOf(v)[rankOf(v) - 3] !== kvHeads ||
+    kvHeads === 0 ||
     heads % kvHeads !== 0
   ) {
     throw new TensorShapeError(
@@ -378,7 +390,7 @@ function attentionShape(
 ): AttentionShape {
   checkF32(op, q, k, v);
   const shapes = [shapeOf(q), shapeOf(k), shapeOf(v)];
-  if (q.rank < 2 || k.rank < 2 || v.rank < 2) {
+  if (rankOf(q) < 2 || rankOf(k) < 2 || rankOf(v) < 2) {
     throw new TensorShapeError(
       op,
       `q, k and v must be [..., L, E], got ${shapes.map(formatShape).join(", ")}`,
@@ -387,7 +399,7 @@ function attentionShape(
   }
   const [l, e] = shapeOf(q).slice(-2);
   const [s, ek] = shapeOf(k).slice(-2);
-  if (ek !== e || shapeOf(v)[v.rank - 2] !== s) {
+  if (ek !== e || shapeOf(v)[rankOf(v) - 2] !== s) {
     throw new TensorShapeError(
       op,
       `q [..., L, E], k [..., S, E] and v [..., S, Ev] must agree on E and S, got ${
@@ -404,10 +416,11 @@ function attentionShape(
     broadcastShapes(op, shapeOf(q).slice(0, -lead), shapeOf(k).slice(0, -lead)),
     shapeOf(v).slice(0, -lead),
   );
-  const scores = [...batch, ...(groups > 1 ? [shapeOf(q)[q.rank - 3]] : []), l, s];
+  const scores = [...batch, ...(groups > 1 ? [shapeOf(q)[rankOf(q) - 3]] : []), l, s];
   if (mask === undefined) return { scores, groups };
   if (
-    !(mask instanceof Tensor) || (mask.dtype !== DType.F32 && mask.dtype !== DType.Bool) || mask.blockSize > 0
+    !isTensor(mask) || (dtypeOf(mask) !== DType.F32 && dtypeOf(mask) !== DType.Bool) ||
+    blockSizeOf(mask) > 0
   ) {
     throw new DTypeError(
       op,
@@ -477,14 +490,14 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOp
   const mask = options.mask;
   const gqa = checkBoolean(op, "enableGqa", options.enableGqa, false);
   const { scores, groups } = attentionShape(op, q, k, v, mask, gqa);
-  const scale = options.scale ?? 1 / Math.sqrt(shapeOf(q)[q.rank - 1]);
+  const scale = options.scale ?? 1 / Math.sqrt(shapeOf(q)[rankOf(q) - 1]);
   if (typeof scale !== "number" || !Number.isFinite(scale)) {
     throw new OptionError(op, `scale must be a finite number, got ${String(scale)}`);
   }
   const p = attentionDropout(op, options.dropout);
   const training = checkBoolean(op, "training", options.training, true);
   const [l, s] = scores.slice(-2);
-  const bool = mask !== undefined && mask.dtype === DType.Bool ? mask : undefined;
+  const bool = mask !== undefined && dtypeOf(mask) === DType.Bool ? mask : undefined;
   const causal = checkBoolean(op, "causal", options.causal, false);
   // Grouped heads: q [..., H, L, E] as [..., Hkv, G, L, E] against k and v [..., Hkv, 1, S, ·].
   const grouped = (x: Tensor, kv: boolean) => {

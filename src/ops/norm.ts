@@ -11,7 +11,17 @@ import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkOptions, describe } from "../core/options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, shapeOf, type Tensor } from "../tensor.ts";
+import {
+  allocate,
+  dtypeOf,
+  isContiguousOf,
+  operandOf,
+  rankOf,
+  requiresGradOf,
+  shapeOf,
+  sizeOf,
+  type Tensor,
+} from "../tensor.ts";
 import { type AttributesOf, type BackwardRecord, record, shouldRecord } from "../autograd/record.ts";
 import { add, mul } from "./elementwise.ts";
 import { checkF32, checkParameter, newOutput } from "./common.ts";
@@ -67,7 +77,7 @@ function recordNorm<K extends "LayerNorm" | "BatchNorm">(
     return y;
   }
   return record(y, kind, inputs, {
-    saved: [xhat, rstd, weight !== undefined && x.requiresGrad ? weight : null],
+    saved: [xhat, rstd, weight !== undefined && requiresGradOf(x) ? weight : null],
     attrs: parts.attrs,
     owned: xhat === y ? [rstd] : [xhat, rstd],
   });
@@ -75,7 +85,7 @@ function recordNorm<K extends "LayerNorm" | "BatchNorm">(
 
 /** `t` itself when contiguous, else a contiguous copy made without a record (the kernels read rows). */
 function dense(t: Tensor): Tensor {
-  return t.isContiguous ? t : GradMode.noGrad(() => contiguous(t));
+  return isContiguousOf(t) ? t : GradMode.noGrad(() => contiguous(t));
 }
 
 /** Disposes the copies `dense` made. */
@@ -116,7 +126,7 @@ function normForward(
   );
   const y = newOutput(op, shapeOf(x));
   const xhat = recording && (weight !== undefined || bias !== undefined) ? newOutput(op, shapeOf(x)) : y;
-  const empty = x.size === 0;
+  const empty = sizeOf(x) === 0;
   const rstd = allocate(op, parts.statShape, DType.F32, empty, { scoped: true });
   const statistic = () => allocate(op, [params.rows], DType.F32, empty, { scoped: true });
   const mean = parts.wantStatistics ? statistic() : null;
@@ -129,16 +139,16 @@ function normForward(
       kernels().norm(
         params,
         {
-          y: y.operand(op),
-          xhat: xhat === y ? null : xhat.operand(op),
-          rstd: rstd.operand(op),
-          mean: mean?.operand(op) ?? null,
-          variance: variance?.operand(op) ?? null,
+          y: operandOf(y, op),
+          xhat: xhat === y ? null : operandOf(xhat, op),
+          rstd: operandOf(rstd, op),
+          mean: mean ? operandOf(mean, op) : null,
+          variance: variance ? operandOf(variance, op) : null,
         },
-        xd!.operand(op),
-        wd?.operand(op) ?? null,
-        bd?.operand(op) ?? null,
-        md === undefined ? null : { mean: md.operand(op), variance: vd!.operand(op) },
+        operandOf(xd!, op),
+        wd ? operandOf(wd, op) : null,
+        bd ? operandOf(bd, op) : null,
+        md === undefined ? null : { mean: operandOf(md, op), variance: operandOf(vd!, op) },
         computeSettings(),
       );
     } finally {
@@ -177,15 +187,15 @@ function normBackward(
       kernels().normBackward(
         params,
         {
-          dx: dx?.operand(op) ?? null,
-          dw: dw?.operand(op) ?? null,
-          db: db?.operand(op) ?? null,
-          work: work?.operand(op) ?? null,
+          dx: dx ? operandOf(dx, op) : null,
+          dw: dw ? operandOf(dw, op) : null,
+          db: db ? operandOf(db, op) : null,
+          work: work ? operandOf(work, op) : null,
         },
-        gd.operand(op),
-        r.savedTensor(0).operand(op),
-        r.savedTensor(1).operand(op),
-        wd?.operand(op) ?? null,
+        operandOf(gd, op),
+        operandOf(r.savedTensor(0), op),
+        operandOf(r.savedTensor(1), op),
+        wd ? operandOf(wd, op) : null,
         centered,
         computeSettings(),
       );
@@ -250,7 +260,7 @@ export function layerNorm(
   }
   const shape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
   const k = shape.length;
-  const lead = x.rank - k;
+  const lead = rankOf(x) - k;
   if (k === 0 || lead < 0 || shape.some((e, i) => e !== shapeOf(x)[lead + i])) {
     throw new TensorShapeError(
       op,
@@ -299,7 +309,7 @@ function checkBatchNorm(
   options: BatchNormOptions,
 ): void {
   checkF32(op, x);
-  if (x.rank < 2) {
+  if (rankOf(x) < 2) {
     throw new TensorShapeError(op, `batchNorm takes [N, C, ...], got ${formatShape(shapeOf(x))}`, [
       shapeOf(x),
     ]);
@@ -320,14 +330,14 @@ function checkBatchNorm(
   if (typeof momentum !== "number" || !Number.isFinite(momentum)) {
     throw new OptionError(op, `momentum must be a finite number, got ${String(momentum)}`);
   }
-  if (options.training === true && x.size / Math.max(shapeOf(x)[1], 1) <= 1) {
+  if (options.training === true && sizeOf(x) / Math.max(shapeOf(x)[1], 1) <= 1) {
     throw new TensorShapeError(
       op,
       `training needs more than one value per channel, got input ${formatShape(shapeOf(x))}`,
       [shapeOf(x)],
     );
   }
-  if (runningMean !== null && (runningMean.dtype !== DType.F32 || runningVar!.dtype !== DType.F32)) {
+  if (runningMean !== null && (dtypeOf(runningMean) !== DType.F32 || dtypeOf(runningVar!) !== DType.F32)) {
     throw new DTypeError(op, "the running statistics must be F32");
   }
 }
@@ -386,7 +396,7 @@ export function batchNorm(
   });
   if (mean !== null && variance !== null) {
     // The running variance takes the unbiased batch variance.
-    const count = x.size / shapeOf(x)[1];
+    const count = sizeOf(x) / shapeOf(x)[1];
     updateRunning(runningMean!, mean, momentum);
     const unbiased = GradMode.noGrad(() => mul(variance, count / (count - 1)));
     updateRunning(runningVar!, unbiased, momentum);

@@ -9,7 +9,7 @@ import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkBoolean, checkInteger, checkOptions, describe } from "../core/options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, shapeOf, stridesOf, Tensor } from "../tensor.ts";
+import { allocate, isTensor, operandOf, rankOf, shapeOf, stridesOf, Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { div } from "./elementwise.ts";
@@ -98,10 +98,10 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor | MaxPool2d
     "returnIndices",
   ]);
   const returnIndices = checkBoolean(op, "returnIndices", options.returnIndices, false);
-  if (x.rank === 3) {
+  if (rankOf(x) === 3) {
     const pool = maxPool2d as (x: Tensor, options: Pool2dOptions) => Tensor | MaxPool2dResult;
     const batched = pool(unsqueeze(x, 0), options);
-    if (batched instanceof Tensor) return squeeze(batched, 0);
+    if (isTensor(batched)) return squeeze(batched, 0);
     return { values: squeeze(batched.values, 0), indices: squeeze(batched.indices, 0) };
   }
   const kernel = pair(op, "kernel", options.kernel, 1);
@@ -127,9 +127,9 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor | MaxPool2d
     : null;
   kernels().maxPool2d(
     { input: [n, c, h, w], kernel, stride, padding, dilation, output, localIndices: true },
-    y.operand(op),
-    x.operand(op),
-    indices === null ? null : indices.operand(op),
+    operandOf(y, op),
+    operandOf(x, op),
+    indices === null ? null : operandOf(indices, op),
     computeSettings(),
   );
   const values = recording
@@ -155,9 +155,9 @@ export function maxPool2dBackward(g: Tensor, indices: Tensor, inputShape: readon
   try {
     kernels().indexAdd(
       { groups: n * c, count: oh * ow, width: 1, rows: h * w, flat: false },
-      grad.operand(op, [h * w, 1, 1]),
-      source.operand(op, [oh * ow, 1, 1]),
-      indices.operand(op, [oh * ow, 1]),
+      operandOf(grad, op, [h * w, 1, 1]),
+      operandOf(source, op, [oh * ow, 1, 1]),
+      operandOf(indices, op, [oh * ow, 1]),
       computeSettings(),
     );
   } finally {
@@ -199,7 +199,7 @@ export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
   ]);
   checkF32(op, x);
   checkImage(op, x);
-  if (x.rank === 3) return squeeze(avgPool2d(unsqueeze(x, 0), options), 0);
+  if (rankOf(x) === 3) return squeeze(avgPool2d(unsqueeze(x, 0), options), 0);
   const kernel = pair(op, "kernel", options.kernel, 1);
   const stride = windowStride(op, options.stride ?? kernel);
   const padding = pair(op, "padding", options.padding ?? 0, 0);
@@ -253,7 +253,7 @@ export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
     const windows = [s[0], s[1], stride[0] * s[2], stride[1] * s[3], s[2], s[3]];
     const sums = newOutput(op, [n, c, output[0], output[1]]);
     const kind = uniform ? ReduceOp.Mean : ReduceOp.Sum;
-    kernels().reduce(kind, shape, 2, sums.operand(op), padded.operand(op, windows), computeSettings());
+    kernels().reduce(kind, shape, 2, operandOf(sums, op), operandOf(padded, op, windows), computeSettings());
     if (uniform) {
       y = sums;
     } else {
@@ -305,7 +305,7 @@ export function adaptiveAvgPool2d(
   const op = "adaptiveAvgPool2d";
   checkF32(op, x);
   checkImage(op, x);
-  if (x.rank === 3) return squeeze(adaptiveAvgPool2d(unsqueeze(x, 0), outputSize), 0);
+  if (rankOf(x) === 3) return squeeze(adaptiveAvgPool2d(unsqueeze(x, 0), outputSize), 0);
   const sizes = Array.isArray(outputSize) ? outputSize : [outputSize, outputSize];
   if (sizes.length !== 2) {
     throw new OptionError(

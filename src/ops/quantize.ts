@@ -7,7 +7,19 @@ import { DType, dtypeInfo } from "../core/dtype.ts";
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { computeSettings, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
+import {
+  allocate,
+  blockSizeOf,
+  dtypeOf,
+  isContiguousOf,
+  offsetOf,
+  operandOf,
+  rankOf,
+  shapeOf,
+  sizeOf,
+  stridesOf,
+  type Tensor,
+} from "../tensor.ts";
 import { cast, contiguous } from "./copy.ts";
 
 /**
@@ -28,26 +40,26 @@ import { cast, contiguous } from "./copy.ts";
 export function quantize(t: Tensor, format: typeof DType.Q4_0 | typeof DType.Q8_0): Tensor {
   const op = "quantize";
   const target = dtypeInfo(format, op);
-  const source = dtypeInfo(t.dtype, op);
+  const source = dtypeInfo(dtypeOf(t), op);
   if (!target.isQuantized) {
     throw new DTypeError(op, `the format must be DType.Q4_0 or DType.Q8_0, got ${target.name}`);
   }
-  if (!source.isFloat || source.isQuantized || t.blockSize > 0) {
+  if (!source.isFloat || source.isQuantized || blockSizeOf(t) > 0) {
     throw new DTypeError(
       op,
-      `quantize takes a plain float tensor, got ${source.name}${t.blockSize ? " (blocked)" : ""}`,
+      `quantize takes a plain float tensor, got ${source.name}${blockSizeOf(t) ? " (blocked)" : ""}`,
     );
   }
-  if (t.rank === 0 || shapeOf(t)[t.rank - 1] % 32 !== 0) {
+  if (rankOf(t) === 0 || shapeOf(t)[rankOf(t) - 1] % 32 !== 0) {
     throw new TensorShapeError(
       op,
       `the last axis must be a multiple of 32 to quantize, got ${formatShape(shapeOf(t))}`,
       [shapeOf(t)],
     );
   }
-  const values = t.dtype === DType.F32 ? contiguous(t) : cast(t, DType.F32);
+  const values = dtypeOf(t) === DType.F32 ? contiguous(t) : cast(t, DType.F32);
   const out = allocate(op, shapeOf(t), format, false, { scoped: true });
-  kernels().quantize(format, t.size / 32, out.operand(op), values.operand(op), computeSettings());
+  kernels().quantize(format, sizeOf(t) / 32, operandOf(out, op), operandOf(values, op), computeSettings());
   if (values !== t) values.dispose();
   return out;
 }
@@ -55,9 +67,9 @@ export function quantize(t: Tensor, format: typeof DType.Q4_0 | typeof DType.Q8_
 /** Dequantizes a Q4_0 or Q8_0 tensor into F32 (its view must be contiguous). */
 export function dequantize(q: Tensor): Tensor {
   const op = "dequantize";
-  const info = dtypeInfo(q.dtype, op);
+  const info = dtypeInfo(dtypeOf(q), op);
   if (!info.isQuantized) throw new DTypeError(op, `dequantize takes a Q4_0 or Q8_0 tensor, got ${info.name}`);
-  if (!q.isContiguous) {
+  if (!isContiguousOf(q)) {
     throw new TensorShapeError(
       op,
       `dequantize needs a contiguous view, got strides ${formatShape(stridesOf(q))}`,
@@ -66,10 +78,10 @@ export function dequantize(q: Tensor): Tensor {
   }
   const out = allocate(op, shapeOf(q), DType.F32, false, { scoped: true });
   kernels().dequantize(
-    q.dtype,
-    q.size / 32,
-    out.operand(op),
-    q.operand(op, stridesOf(q), q.offset / 32),
+    dtypeOf(q),
+    sizeOf(q) / 32,
+    operandOf(out, op),
+    operandOf(q, op, stridesOf(q), offsetOf(q) / 32),
     computeSettings(),
   );
   return out;

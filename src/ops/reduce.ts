@@ -10,7 +10,7 @@ import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkBoolean, checkOptions, describe } from "../core/options.ts";
 import { computeSettings, computeSnapshot, kernels } from "../context.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
-import { allocateOutput, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
+import { allocateOutput, dtypeOf, operandOf, rankOf, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { recordOp, shouldRecord } from "../autograd/record.ts";
 import { kernelCode, type ReduceOpName, type SoftmaxOpName } from "../core/op_table.ts";
@@ -44,15 +44,15 @@ const REDUCE_KEYS = ["keepDims"] as const;
 export function reducedAxes(op: string, t: Tensor, axis?: number | readonly number[]): number[] {
   if (axis === undefined) {
     const all: number[] = [];
-    for (let i = 0; i < t.rank; i++) all.push(i);
+    for (let i = 0; i < rankOf(t); i++) all.push(i);
     return all;
   }
-  if (typeof axis === "number") return [normalizeAxis(op, axis, t.rank, shapeOf(t))];
+  if (typeof axis === "number") return [normalizeAxis(op, axis, rankOf(t), shapeOf(t))];
   if (!Array.isArray(axis)) {
     throw new OptionError(op, `axis must be an integer or an array of integers, got ${describe(axis)}`);
   }
   const list = typeof axis === "number" ? [axis] : [...axis];
-  const axes = list.map((a) => normalizeAxis(op, a, t.rank, shapeOf(t)));
+  const axes = list.map((a) => normalizeAxis(op, a, rankOf(t), shapeOf(t)));
   const unique = [...new Set(axes)].sort((x, y) => x - y);
   if (unique.length !== axes.length) {
     throw new TensorShapeError(
@@ -111,7 +111,7 @@ function reduceKernel(
       xShape,
     ]);
   }
-  const input = x.operand(op, strides);
+  const input = operandOf(x, op, strides);
   const out = allocateOutput(op, reducedShape(xShape, axes, keepDims), dtype);
   // The output's strides over the kept axes, in order: its own strides unless reduced axes were kept as 1.
   let outStrides = stridesOf(out);
@@ -121,10 +121,18 @@ function reduceKernel(
     outStrides = kept;
   }
   const compute = computeSnapshot();
-  if (x.dtype === DType.F32) {
-    compute.kernels.reduce(kind, shape, axes.length, out.operand(op, outStrides), input, compute);
+  if (dtypeOf(x) === DType.F32) {
+    compute.kernels.reduce(kind, shape, axes.length, operandOf(out, op, outStrides), input, compute);
   } else {
-    compute.kernels.reduceInt(kind, x.dtype, shape, axes.length, out.operand(op, outStrides), input, compute);
+    compute.kernels.reduceInt(
+      kind,
+      dtypeOf(x),
+      shape,
+      axes.length,
+      operandOf(out, op, outStrides),
+      input,
+      compute,
+    );
   }
   return out;
 }
@@ -239,7 +247,7 @@ function argReduction(
     op,
     kernelCode("reduce", op),
     x,
-    [normalizeAxis(op, axis, x.rank, shapeOf(x))],
+    [normalizeAxis(op, axis, rankOf(x), shapeOf(x))],
     keepDims,
     DType.I64,
   );
@@ -436,18 +444,18 @@ export function norm(x: Tensor, options?: NormOptions): Tensor {
 
 function softmaxFamily(op: SoftmaxOpName, x: Tensor, axis: number): Tensor {
   checkF32(op, x);
-  if (x.rank === 0) {
+  if (rankOf(x) === 0) {
     throw new TensorShapeError(op, `${op} needs at least one axis, got a rank-0 tensor`, [shapeOf(x)]);
   }
-  const a = normalizeAxis(op, axis, x.rank, shapeOf(x));
+  const a = normalizeAxis(op, axis, rankOf(x), shapeOf(x));
   const out = newOutput(op, shapeOf(x));
-  const order = [...Array.from({ length: x.rank }, (_, i) => i).filter((i) => i !== a), a];
+  const order = [...Array.from({ length: rankOf(x) }, (_, i) => i).filter((i) => i !== a), a];
   const pick = (values: readonly number[]) => order.map((i) => values[i]);
   kernels().softmax(
     kernelCode("softmax", op),
     pick(shapeOf(x)),
-    out.operand(op, pick(stridesOf(out))),
-    x.operand(op, pick(stridesOf(x))),
+    operandOf(out, op, pick(stridesOf(out))),
+    operandOf(x, op, pick(stridesOf(x))),
     computeSettings(),
   );
   // Saves its output; the scale is 1 here.

@@ -12,7 +12,19 @@ import { DTypeError, OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkOptions, describe } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, shapeOf, Tensor } from "../tensor.ts";
+import {
+  allocate,
+  blockSizeOf,
+  dtypeOf,
+  isContiguousOf,
+  isTensor,
+  offsetOf,
+  operandOf,
+  rankOf,
+  shapeOf,
+  sizeOf,
+  Tensor,
+} from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
 import { type BackwardRecord, record, type RecordAttributes, shouldRecord } from "../autograd/record.ts";
 import { add, eq, ge, lt, mul } from "./elementwise.ts";
@@ -80,7 +92,7 @@ function checkRecurrent(
   states: (Tensor | undefined)[],
 ): number {
   checkF32(op, x, w.weightIh, w.weightHh);
-  if (x.rank !== 3 || shapeOf(x)[1] === 0) {
+  if (rankOf(x) !== 3 || shapeOf(x)[1] === 0) {
     throw new TensorShapeError(
       op,
       `x must be batch-first [N, T, I] with T ≥ 1, got ${formatShape(shapeOf(x))}`,
@@ -90,7 +102,7 @@ function checkRecurrent(
     );
   }
   const [n, , inputs] = shapeOf(x);
-  const rows = w.weightIh.rank === 2 ? shapeOf(w.weightIh)[0] : -1;
+  const rows = rankOf(w.weightIh) === 2 ? shapeOf(w.weightIh)[0] : -1;
   if (rows <= 0 || rows % gates !== 0) {
     throw new TensorShapeError(
       op,
@@ -117,7 +129,7 @@ function initialState(op: string, state: Tensor | undefined, n: number, hidden: 
 
 /** A kernel operand over `t`'s storage, `offset` elements past `t`'s start, with rows `stride` apart. */
 function rowsOf(op: string, t: Tensor, offset: number, stride: number): KernelOperand {
-  return t.operand(op, [stride, 1], t.offset + offset);
+  return operandOf(t, op, [stride, 1], offsetOf(t) + offset);
 }
 
 /** out [M, N] = a [M, K] · b [K, N] in the matmul kernel, each operand as strided rows. */
@@ -166,12 +178,13 @@ function forwardLoop(
   using projected = GradMode.noGrad(() => matmul(x, transpose(weights.weightIh, 0, 1)));
   using hh = allocate(op, [n, g], DType.F32, false);
   using weightHhT = GradMode.noGrad(() => clone(transpose(weights.weightHh, 0, 1)));
-  const whhT = weightHhT.operand(op);
+  const whhT = operandOf(weightHhT, op);
   // The kernel reads the biases as contiguous vectors: a strided one (a flipped view) is copied first.
   using biases = new DisposableStack();
   const dense = (t: Tensor | undefined) => {
     if (t === undefined) return null;
-    return (t.isContiguous ? t : biases.adopt(GradMode.noGrad(() => clone(t)), (c) => c.dispose())).operand(
+    return operandOf(
+      isContiguousOf(t) ? t : biases.adopt(GradMode.noGrad(() => clone(t)), (c) => c.dispose()),
       op,
     );
   };
@@ -188,16 +201,16 @@ function forwardLoop(
   });
   for (let t = 0; t < steps; t++) {
     const hPrev = t === 0 ? rowsOf(op, h0, 0, h) : rowsOf(op, output, (t - 1) * h, steps * h);
-    gemmInto(hh.operand(op), hPrev, whhT, n, g, h);
+    gemmInto(operandOf(hh, op), hPrev, whhT, n, g, h);
     const pre = rowsOf(op, projected, t * g, steps * g);
     const hOut = rowsOf(op, output, t * h, steps * h);
     const act = saved === null ? null : rowsOf(op, saved, t * n * 4 * h, 4 * h);
     if (op === "lstm") {
       const cPrev = t === 0 ? rowsOf(op, c0!, 0, h) : rowsOf(op, output, cells + (t - 1) * n * h, h);
       const cOut = rowsOf(op, output, cells + t * n * h, h);
-      cell(params(t), [pre, hh.operand(op), bias, cPrev, hOut, cOut, act, inputBias]);
+      cell(params(t), [pre, operandOf(hh, op), bias, cPrev, hOut, cOut, act, inputBias]);
     } else {
-      cell(params(t), [pre, hh.operand(op), bias, hPrev, hOut, act, inputBias]);
+      cell(params(t), [pre, operandOf(hh, op), bias, hPrev, hOut, act, inputBias]);
     }
   }
 }
@@ -401,13 +414,13 @@ export function lstmBackward(r: BackwardRecord<"Lstm">, g: Tensor): (Tensor | nu
       rowsOf(op, saved, t * n * 4 * h, 4 * h),
       rowsOf(op, all, cells + t * n * h, h),
       t === 0 ? rowsOf(op, c0, 0, h) : rowsOf(op, all, cells + (t - 1) * n * h, h),
-      dh.operand(op),
+      operandOf(dh, op),
       rowsOf(op, grad, t * h, steps * h),
       rowsOf(op, grad, cells + t * n * h, h),
-      dc.operand(op),
+      operandOf(dc, op),
       dGates,
     ]);
-    gemmInto(dh.operand(op), dGates, weightHh.operand(op), n, h, 4 * h);
+    gemmInto(operandOf(dh, op), dGates, operandOf(weightHh, op), n, h, 4 * h);
   }
   const output = reshape(slice(all, 0, 0, cells), [n, steps, h]);
   return layerGradients(r, output, gates, gates, [dh, dc]);
@@ -441,13 +454,13 @@ export function gruBackward(r: BackwardRecord<"Gru">, g: Tensor): (Tensor | null
     cell(params, [
       rowsOf(op, saved, t * n * 4 * h, 4 * h),
       t === 0 ? rowsOf(op, h0, 0, h) : rowsOf(op, output, (t - 1) * h, steps * h),
-      dh.operand(op),
-      dz.operand(op),
+      operandOf(dh, op),
+      operandOf(dz, op),
       rowsOf(op, grad, t * h, steps * h),
       rowsOf(op, dIh, t * 3 * h, steps * 3 * h),
       dGates,
     ]);
-    gemmInto(dh.operand(op), dGates, weightHh.operand(op), n, h, 3 * h);
+    gemmInto(operandOf(dh, op), dGates, operandOf(weightHh, op), n, h, 3 * h);
   }
   return layerGradients(r, output, dIh, dHh, [add(dh, dz)]);
 }
@@ -486,8 +499,8 @@ interface CtcProblem {
  */
 function lengthsOf(op: string, name: string, value: Tensor | readonly number[], batch: number): number[] {
   let values: number[];
-  if (value instanceof Tensor) {
-    const info = dtypeInfo(value.dtype);
+  if (isTensor(value)) {
+    const info = dtypeInfo(dtypeOf(value));
     if (info.isFloat || info.isQuantized || info.name === "Bool") {
       throw new DTypeError(op, `${name} must be an integer tensor or an array of numbers, got ${info.name}`);
     }
@@ -540,15 +553,15 @@ function ctcLabels(
   classes: number,
   blank: number,
 ): Tensor {
-  const info = dtypeInfo(targets.dtype);
-  if (info.isFloat || info.isQuantized || info.name === "Bool" || targets.blockSize > 0) {
+  const info = dtypeInfo(dtypeOf(targets));
+  if (info.isFloat || info.isQuantized || info.name === "Bool" || blockSizeOf(targets) > 0) {
     throw new DTypeError(op, `targets must be an integer tensor of class indices, got ${info.name}`);
   }
   const total = targetLengths.reduce((s, v) => s + v, 0);
-  const padded = targets.rank === 2 && shapeOf(targets)[0] === targetLengths.length;
+  const padded = rankOf(targets) === 2 && shapeOf(targets)[0] === targetLengths.length;
   if (
     !(padded && targetLengths.every((l) => l <= shapeOf(targets)[1])) &&
-    !(targets.rank === 1 && targets.size === total)
+    !(rankOf(targets) === 1 && sizeOf(targets) === total)
   ) {
     throw new TensorShapeError(
       op,
@@ -562,7 +575,7 @@ function ctcLabels(
     const rows = padded
       ? targetLengths.map((length, i) => reshape(slice(slice(targets, 0, i, i + 1), 1, 0, length), [length]))
       : [targets];
-    const labels = rows.length === 0 ? Tensor.zeros([0], { dtype: targets.dtype }) : concat(rows, 0);
+    const labels = rows.length === 0 ? Tensor.zeros([0], { dtype: dtypeOf(targets) }) : concat(rows, 0);
     const values = cast(labels, DType.F32);
     const bad = sum(
       add(
@@ -584,7 +597,7 @@ function checkCtc(
   options: CtcLossOptions,
 ): CtcProblem {
   checkF32(op, logProbs);
-  if (logProbs.rank !== 3) {
+  if (rankOf(logProbs) !== 3) {
     throw new TensorShapeError(op, `logProbs must be [T, N, C], got ${formatShape(shapeOf(logProbs))}`, [
       shapeOf(logProbs),
     ]);
@@ -661,7 +674,7 @@ export function ctcLoss(
   const out = newOutput(op, reduction === 0 ? [batch] : []);
   const grad = wantGrad ? allocate(op, [steps, batch, classes], DType.F32, false, { scoped: true }) : null;
   // A strided input is copied once (the kernel reads [T, N, C] row-major from the offset).
-  const dense = logProbs.isContiguous ? logProbs : GradMode.noGrad(() => contiguous(logProbs));
+  const dense = isContiguousOf(logProbs) ? logProbs : GradMode.noGrad(() => contiguous(logProbs));
   try {
     // The kernel's I32 metadata: the lengths and label starts (host parameters), then the labels (native).
     using lengthsAndStarts = Tensor.from([...inputs, ...lengths, ...starts], [3 * batch], {
@@ -673,11 +686,11 @@ export function ctcLoss(
     });
     kernels().ctc(
       params,
-      dense.operand(op),
-      meta.operand(op),
-      out.operand(op),
-      grad?.operand(op) ?? null,
-      work.operand(op),
+      operandOf(dense, op),
+      operandOf(meta, op),
+      operandOf(out, op),
+      grad ? operandOf(grad, op) : null,
+      operandOf(work, op),
       computeSettings(),
     );
   } finally {

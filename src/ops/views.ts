@@ -9,7 +9,17 @@ import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { describe } from "../core/options.ts";
 import { dtypeInfo } from "../core/dtype.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
-import { shapeOf, stridesOf, Tensor } from "../tensor.ts";
+import {
+  blockSizeOf,
+  dtypeOf,
+  offsetOf,
+  rankOf,
+  shapeOf,
+  sizeOf,
+  storageOf,
+  stridesOf,
+  Tensor,
+} from "../tensor.ts";
 import {
   expandView,
   flipView,
@@ -28,10 +38,10 @@ import { contiguous } from "./copy.ts";
 
 /** Blocked tensors are opaque: views refuse them. */
 function checkPlain(op: string, t: Tensor): void {
-  if (t.blockSize > 0) {
+  if (blockSizeOf(t) > 0) {
     throw new TensorShapeError(
       op,
-      `a blocked NchwC(${t.blockSize}) tensor has no views; convert it with toLayout() first`,
+      `a blocked NchwC(${blockSizeOf(t)}) tensor has no views; convert it with toLayout() first`,
       [shapeOf(t)],
     );
   }
@@ -46,7 +56,7 @@ function checkShapeArgument(op: string, shape: unknown): void {
 
 /** Quantized tensors keep whole blocks along the last axis in every view. */
 function checkBlocks(op: string, t: Tensor, view: ViewMeta): void {
-  const info = dtypeInfo(t.dtype);
+  const info = dtypeInfo(dtypeOf(t));
   if (!info.isQuantized) return;
   const rank = view.shape.length;
   const b = info.blockElements;
@@ -66,8 +76,8 @@ function checkBlocks(op: string, t: Tensor, view: ViewMeta): void {
 /** A handle over `t`'s storage with `view`'s metadata. */
 export function viewOf(t: Tensor, view: ViewMeta): Tensor {
   return new Tensor({
-    storage: t.storage,
-    dtype: t.dtype,
+    storage: storageOf(t),
+    dtype: dtypeOf(t),
     shape: view.shape,
     strides: view.strides,
     offset: view.offset,
@@ -75,7 +85,7 @@ export function viewOf(t: Tensor, view: ViewMeta): Tensor {
 }
 
 function meta(t: Tensor): ViewMeta {
-  return { shape: shapeOf(t), strides: stridesOf(t), offset: t.offset };
+  return { shape: shapeOf(t), strides: stridesOf(t), offset: offsetOf(t) };
 }
 
 function makeView(op: string, t: Tensor, view: ViewMeta): Tensor {
@@ -89,7 +99,7 @@ export function permute(t: Tensor, dims: readonly number[]): Tensor {
   const view = permuteView(meta(t), dims);
   const result = makeView("permute", t, view);
   if (!shouldRecord(t)) return result;
-  const rank = t.rank;
+  const rank = rankOf(t);
   return record(result, "Permute", [t], { attrs: { dims: dims.map((d) => (d < 0 ? d + rank : d)) } });
 }
 
@@ -99,9 +109,9 @@ export function transpose(t: Tensor, a: number, b: number): Tensor {
   const view = transposeView(meta(t), a, b);
   const result = makeView("transpose", t, view);
   if (!shouldRecord(t)) return result;
-  const dims = Array.from({ length: t.rank }, (_, i) => i);
-  const x = a < 0 ? a + t.rank : a;
-  const y = b < 0 ? b + t.rank : b;
+  const dims = Array.from({ length: rankOf(t) }, (_, i) => i);
+  const x = a < 0 ? a + rankOf(t) : a;
+  const y = b < 0 ? b + rankOf(t) : b;
   dims[x] = y;
   dims[y] = x;
   return record(result, "Permute", [t], { attrs: { dims } });
@@ -113,7 +123,7 @@ export function slice(t: Tensor, axis: number, start: number, end: number, step 
   const view = sliceView(meta(t), axis, start, end, step);
   const result = makeView("slice", t, view);
   if (!shouldRecord(t)) return result;
-  const a = axis < 0 ? axis + t.rank : axis;
+  const a = axis < 0 ? axis + rankOf(t) : axis;
   const size = shapeOf(t)[a];
   return record(result, "Slice", [t], {
     attrs: { axis: a, start: start < 0 ? start + size : start, end: end < 0 ? end + size : end, step },
@@ -126,7 +136,7 @@ export function select(t: Tensor, axis: number, index: number): Tensor {
   const view = selectView(meta(t), axis, index);
   const result = makeView("select", t, view);
   if (!shouldRecord(t)) return result;
-  const a = axis < 0 ? axis + t.rank : axis;
+  const a = axis < 0 ? axis + rankOf(t) : axis;
   return record(result, "Select", [t], {
     attrs: { axis: a, index: index < 0 ? index + shapeOf(t)[a] : index },
   });
@@ -138,7 +148,7 @@ export function flip(t: Tensor, axis: number): Tensor {
   const view = flipView(meta(t), axis);
   const result = makeView("flip", t, view);
   if (!shouldRecord(t)) return result;
-  return record(result, "Flip", [t], { attrs: { axis: axis < 0 ? axis + t.rank : axis } });
+  return record(result, "Flip", [t], { attrs: { axis: axis < 0 ? axis + rankOf(t) : axis } });
 }
 
 /** Records the Reshape family (no saved slots, no attributes: the input shape says it all). */
@@ -170,7 +180,7 @@ export function expand(t: Tensor, shape: readonly number[]): Tensor {
 export function tryReshape(t: Tensor, shape: readonly number[]): Tensor | null {
   checkPlain("tryReshape", t);
   checkShapeArgument("tryReshape", shape);
-  const target = inferShape("tryReshape", t.size, shape, shapeOf(t));
+  const target = inferShape("tryReshape", sizeOf(t), shape, shapeOf(t));
   const view = tryReshapeView(meta(t), target);
   if (view === null) return null;
   return reshapeRecord(makeView("tryReshape", t, view), t);
@@ -180,7 +190,7 @@ export function tryReshape(t: Tensor, shape: readonly number[]): Tensor | null {
 export function reshape(t: Tensor, shape: readonly number[]): Tensor {
   checkPlain("reshape", t);
   checkShapeArgument("reshape", shape);
-  const target = inferShape("reshape", t.size, shape, shapeOf(t));
+  const target = inferShape("reshape", sizeOf(t), shape, shapeOf(t));
   const view = tryReshapeView(meta(t), target);
   if (view !== null) return reshapeRecord(makeView("reshape", t, view), t);
   const packed = contiguous(t);
@@ -208,7 +218,7 @@ export function reshape(t: Tensor, shape: readonly number[]): Tensor {
  */
 export function split(t: Tensor, sizeOrSizes: number | readonly number[], axis = 0): Tensor[] {
   checkPlain("split", t);
-  const a = normalizeAxis("split", axis, t.rank, shapeOf(t));
+  const a = normalizeAxis("split", axis, rankOf(t), shapeOf(t));
   const extent = shapeOf(t)[a];
   let sizes: number[];
   if (typeof sizeOrSizes === "number") {
@@ -264,6 +274,6 @@ export function chunk(t: Tensor, n: number, axis = 0): Tensor[] {
     throw new OptionError("chunk", `the number of chunks must be a positive integer, got ${describe(n)}`);
   }
   checkPlain("chunk", t);
-  const a = normalizeAxis("chunk", axis, t.rank, shapeOf(t));
+  const a = normalizeAxis("chunk", axis, rankOf(t), shapeOf(t));
   return split(t, Math.max(1, Math.ceil(shapeOf(t)[a] / n)), a);
 }

@@ -5,7 +5,7 @@
  */
 import { GradMode } from "../context.ts";
 import { tidy } from "../memory/scope.ts";
-import type { Tensor } from "../tensor.ts";
+import { gradOf, type Tensor } from "../tensor.ts";
 import { mul, sum } from "../ops/mod.ts";
 
 /**
@@ -28,7 +28,10 @@ export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number 
     throw new RangeError(`clipGradNorm: maxNorm must be a number ≥ 0, got ${String(maxNorm)}`);
   }
   const grads: Tensor[] = [];
-  for (const p of params) if (p.grad !== null) grads.push(p.grad);
+  for (const p of params) {
+    const grad = gradOf(p);
+    if (grad !== null) grads.push(grad);
+  }
   return GradMode.noGrad(() =>
     tidy(() => {
       let squares = 0;

@@ -9,8 +9,20 @@ import { computeSettings, kernels } from "../context.ts";
 import { DTypeError, TensorShapeError } from "../core/errors.ts";
 import { DType } from "../core/dtype.ts";
 import { formatShape } from "../core/shape.ts";
-import { shapeOf, Tensor } from "../tensor.ts";
+import {
+  dtypeOf,
+  gradOf,
+  isContiguousOf,
+  isTensor,
+  leafOf,
+  operandOf,
+  shapeOf,
+  sizeOf,
+  storageOf,
+  Tensor,
+} from "../tensor.ts";
 import type { OptimizerStep } from "../kernels/optim.ts";
+import { bumpStorageVersion } from "../memory/storage.ts";
 
 /** Hyperparameters of a group: numbers and flags, as PyTorch's `param_groups` entries. */
 export type Hyperparameters = Record<string, number | boolean>;
@@ -52,7 +64,7 @@ export abstract class Optimizer<H extends Hyperparameters = Hyperparameters> imp
   /** Collects the groups; `defaults` fills the options a group does not give. */
   protected constructor(readonly name: string, params: ParamsInput<H>, defaults: H) {
     const list = [...(params as Iterable<unknown>)];
-    const grouped = list.length > 0 && !(list[0] instanceof Tensor);
+    const grouped = list.length > 0 && !isTensor(list[0]);
     const groups = grouped
       ? (list as { params: Iterable<Tensor>; options?: Partial<H> }[])
       : [{ params: list as Tensor[] }];
@@ -63,7 +75,7 @@ export abstract class Optimizer<H extends Hyperparameters = Hyperparameters> imp
     const seen = new Set<Tensor>();
     for (const group of this.paramGroups) {
       for (const p of group.params) {
-        if (!(p instanceof Tensor) || p.leaf === null) {
+        if (!isTensor(p) || leafOf(p) === null) {
           throw new TypeError(`${name}: every parameter must be a tensor made by withRequiresGrad()`);
         }
         if (seen.has(p)) throw new TypeError(`${name}: a parameter appears twice`);
@@ -88,7 +100,7 @@ export abstract class Optimizer<H extends Hyperparameters = Hyperparameters> imp
     for (const group of this.paramGroups) {
       const names = this.buffers(group.options);
       for (const p of group.params) {
-        const grad = p.grad;
+        const grad = gradOf(p);
         if (grad === null) continue;
         this.#check(p, grad);
         const state = this.#stateOf(p, names);
@@ -96,14 +108,14 @@ export abstract class Optimizer<H extends Hyperparameters = Hyperparameters> imp
         const buffers = names.map((n) => (n === null ? null : state.buffers.get(n)!));
         set.optimizerStep(
           this.update(group.options, state.step),
-          p.size,
-          p.operand(this.name),
-          grad.operand(this.name),
-          [0, 1, 2].map((j) => buffers[j]?.operand(this.name) ?? null),
+          sizeOf(p),
+          operandOf(p, this.name),
+          operandOf(grad, this.name),
+          [0, 1, 2].map((j) => (buffers[j] ? operandOf(buffers[j], this.name) : null)),
           settings,
         );
-        p.storage.bumpVersion();
-        for (const b of buffers) b?.storage.bumpVersion();
+        bumpStorageVersion(storageOf(p));
+        for (const b of buffers) if (b !== null && b !== undefined) bumpStorageVersion(storageOf(b));
       }
     }
   }
@@ -113,7 +125,7 @@ export abstract class Optimizer<H extends Hyperparameters = Hyperparameters> imp
     for (const group of this.paramGroups) {
       for (const p of group.params) {
         if (options.setToNone ?? true) p.grad = null;
-        else p.grad?.fill(0);
+        else gradOf(p)?.fill(0);
       }
     }
   }
@@ -202,10 +214,10 @@ export abstract class Optimizer<H extends Hyperparameters = Hyperparameters> imp
   }
 
   #check(p: Tensor, grad: Tensor): void {
-    if (p.dtype !== DType.F32 || grad.dtype !== DType.F32) {
+    if (dtypeOf(p) !== DType.F32 || dtypeOf(grad) !== DType.F32) {
       throw new DTypeError(this.name, "parameters and gradients must be F32");
     }
-    if (!p.isContiguous || !grad.isContiguous || shapeOf(grad).join() !== shapeOf(p).join()) {
+    if (!isContiguousOf(p) || !isContiguousOf(grad) || shapeOf(grad).join() !== shapeOf(p).join()) {
       throw new TensorShapeError(
         this.name,
         `a parameter ${formatShape(shapeOf(p))} and its gradient ${

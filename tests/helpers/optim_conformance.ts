@@ -5,6 +5,7 @@ import { nativeOptimizerStep, OptimAlgorithm, referenceOptimizerStep } from "../
 import { Tensor } from "../../mod.ts";
 import type { KernelOperand } from "../../src/kernels/types.ts";
 import { Rng } from "./operands.ts";
+import { operandOf } from "../../src/tensor.ts";
 
 export interface OptimReport {
   cases: number;
@@ -17,7 +18,7 @@ export interface OptimReport {
 const SIZES = [1, 3, 7, 8, 15, 16, 17, 31, 33, 64, 100, 1000, 70_001];
 
 function operand(t: Tensor, offset: number): KernelOperand {
-  return t.operand("optimConformance", t.strides, offset);
+  return operandOf(t, "optimConformance", t.strides, offset);
 }
 
 export function optimConformanceRun(seed: number, count: number): OptimReport {

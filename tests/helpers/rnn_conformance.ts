@@ -7,6 +7,7 @@
 import { nativeKernels, referenceKernels, Tensor } from "../../mod.ts";
 import { RnnCellOp, type RnnCellParams } from "../../src/kernels/rnn.ts";
 import type { ComputeSettings, KernelOperand } from "../../src/kernels/types.ts";
+import { operandOf } from "../../src/tensor.ts";
 
 /** Allowed |native − reference| / (1 + |reference|) in exact mode: 8 ulps of 1. */
 export const RNN_EXACT_BOUND = 2 ** -20;
@@ -79,7 +80,7 @@ export function rnnConformanceRun(seed: number, count: number): RnnReport {
     const run = (kernel: typeof nativeKernels.rnnCell, settings: ComputeSettings) => {
       const tensors = initial.map((v) => Tensor.from(v, [v.length]));
       const operands: KernelOperand[] = tensors.map((t, k) =>
-        t.operand("rnn conformance", [shapes[k].rowStride, 1], shapes[k].offset)
+        operandOf(t, "rnn conformance", [shapes[k].rowStride, 1], shapes[k].offset)
       );
       while (operands.length < 8) operands.push(operands[0]);
       kernel(params, operands, settings);
