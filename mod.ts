@@ -88,7 +88,7 @@ export { Arena, BufferPool } from "./src/memory/pool.ts";
 export type { ArenaOptions, ArenaStats, PoolStats } from "./src/memory/pool.ts";
 export { type KernelInfo, kernelInfo } from "./src/native/kernel_info.ts";
 export type { IsaName } from "./src/native/library.ts";
-export { nativeKernels, referenceKernels } from "./src/kernels/sets.ts";
+export { publicNativeKernels as nativeKernels, referenceKernels } from "./src/kernels/sets.ts";
 export type {
   ArithmeticMode,
   BlockKernels,

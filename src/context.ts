@@ -11,7 +11,7 @@ import { checkOptions } from "./core/options.ts";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { hardwareThreads } from "./native/kernel_info.ts";
 import type { ArithmeticMode, ComputeSettings, KernelSet } from "./kernels/types.ts";
-import { nativeKernels } from "./kernels/sets.ts";
+import { givenKernelSet, nativeKernels, resolveKernelSet } from "./kernels/sets.ts";
 
 interface Overrides {
   readonly mode?: ArithmeticMode;
@@ -52,7 +52,7 @@ export function kernels(): KernelSet {
  * ```
  */
 export function setDefaultKernels(set: KernelSet): void {
-  defaultKernels = set;
+  defaultKernels = resolveKernelSet(set);
   defaults = null;
 }
 
@@ -128,7 +128,7 @@ export const TensorCompute: TensorComputeApi = {
       ...current,
       ...(settings.mode === undefined ? {} : { mode: checkMode(settings.mode) }),
       ...(settings.threads === undefined ? {} : { threads: checkThreads(settings.threads) }),
-      ...(settings.kernels === undefined ? {} : { kernels: settings.kernels }),
+      ...(settings.kernels === undefined ? {} : { kernels: resolveKernelSet(settings.kernels) }),
     }, fn);
   },
 };
@@ -143,6 +143,27 @@ export interface ComputeSnapshot {
   readonly kernels: KernelSet;
 }
 
+/** Internal: the kernel set the ops call under a snapshot. */
+export let kernelsOf: (snapshot: ComputeSnapshot) => KernelSet;
+
+/**
+ * A snapshot: what `ComputeSnapshot` says, with the kernel set the ops call kept private (`kernelsOf`); its
+ * `kernels` is the set as it was given (the public stand-ins of the native kernels, never the native kernels:
+ * a snapshot reaches code outside the library, as a kernel's settings or a record's).
+ */
+class Snapshot implements ComputeSnapshot {
+  readonly #kernels: KernelSet;
+  constructor(readonly mode: ArithmeticMode, readonly threads: number, kernels: KernelSet) {
+    this.#kernels = kernels;
+  }
+  get kernels(): KernelSet {
+    return givenKernelSet(this.#kernels);
+  }
+  static {
+    kernelsOf = (snapshot) => #kernels in snapshot ? snapshot.#kernels : resolveKernelSet(snapshot.kernels);
+  }
+}
+
 /** The settings in force now (one context lookup: ops read the kernel set and the settings from it). */
 export function computeSnapshot(): ComputeSnapshot {
   const overrides = context.getStore();
@@ -152,19 +173,18 @@ export function computeSnapshot(): ComputeSnapshot {
 
 /** The settings under `overrides`, or the process-wide ones (kept in `defaults`) when there are none. */
 function snapshotOf(overrides: Overrides | undefined): ComputeSnapshot {
-  if (overrides === undefined) {
-    return defaults = { mode: defaultMode, threads: defaultThreads, kernels: defaultKernels };
-  }
-  return {
-    mode: overrides.mode ?? defaultMode,
-    threads: overrides.threads ?? defaultThreads,
-    kernels: overrides.kernels ?? defaultKernels,
-  };
+  if (overrides === undefined) return defaults = new Snapshot(defaultMode, defaultThreads, defaultKernels);
+  return new Snapshot(
+    overrides.mode ?? defaultMode,
+    overrides.threads ?? defaultThreads,
+    overrides.kernels ?? defaultKernels,
+  );
 }
 
 /** Runs `fn` under `snapshot` with gradient recording off (how backward rules run). */
 export function runBackwardRule<T>(snapshot: ComputeSnapshot, fn: () => T): T {
-  return context.run({ ...snapshot, gradEnabled: false }, fn);
+  const { mode, threads } = snapshot;
+  return context.run({ mode, threads, kernels: kernelsOf(snapshot), gradEnabled: false }, fn);
 }
 
 /** Whether operations record backward records in the current async context. */

@@ -8,13 +8,16 @@ import {
   Arena,
   BufferPool,
   DType,
+  nativeKernels,
   ops,
   OptionError,
+  referenceKernels,
   StaleTensorError,
   Tensor,
   TensorCompute,
   TensorShapeError,
 } from "../mod.ts";
+import { UnaryOp } from "../src/kernels/types.ts";
 
 function throwsTyped(fn: () => unknown, type: new (...args: never[]) => Error, message: RegExp): void {
   assert.throws(fn, (e: unknown) => e instanceof type && message.test((e as Error).message), String(message));
@@ -158,6 +161,41 @@ test("a gradient is checked like any handle; a leaf takes only a gradient of its
   assert.throws(() => ((permute as { inputs: unknown }).inputs = []), TypeError);
   y.backward();
   assert.deepEqual([...w.grad!.toArray()], [4, 6, 8]);
+});
+
+test("the native kernels are reachable only through the ops, which check their operands", () => {
+  using t = Tensor.from([1, 2, 3, 4]);
+  const operand = {
+    pointer: t.storage.pointer("x"),
+    data: new Float32Array(4),
+    offset: 1 << 28,
+    strides: [1],
+  };
+  const settings = { mode: "fast" as const, threads: 1 };
+  throwsTyped(
+    () => nativeKernels.unary(UnaryOp.Neg, [1 << 20], operand, operand, settings),
+    OptionError,
+    /nativeKernels.unary: a native kernel runs only inside the ops/,
+  );
+  // The set (or its functions in a set of one's own) still selects them.
+  let seen: unknown = null;
+  const mine = {
+    ...referenceKernels,
+    binary: nativeKernels.binary,
+    unary: (...args: Parameters<typeof referenceKernels.unary>) => {
+      seen = (args[4] as { kernels?: unknown }).kernels;
+      referenceKernels.unary(...args);
+    },
+  };
+  using sum = TensorCompute.run({ kernels: mine }, () => ops.neg(ops.add(t, t)));
+  assert.deepEqual([...sum.toArray()], [-2, -4, -6, -8]);
+  // What a kernel (or a record) is handed names the set as given, never the native functions behind it.
+  assert.equal(seen, mine);
+  using w = Tensor.from([1]).withRequiresGrad();
+  using y = TensorCompute.run({ kernels: nativeKernels }, () => ops.mul(w, w));
+  assert.equal(y.gradFn!.settings.kernels, nativeKernels);
+  y.backward();
+  assert.equal(w.grad!.item(), 2);
 });
 
 test("integers beyond 32 bits are refused in TypeScript, naming the parameter and its limit", () => {

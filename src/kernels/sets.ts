@@ -5,6 +5,7 @@
  * @module
  */
 import type { KernelSet } from "./types.ts";
+import { OptionError } from "../core/errors.ts";
 import { nativeKernels as nativeCompute } from "./native.ts";
 import { referenceKernels as referenceCompute } from "./reference.ts";
 import { nativeCopy, referenceCopy } from "./copy.ts";
@@ -110,3 +111,63 @@ export const referenceKernels: KernelSet = {
   normBackward: referenceNormBackward,
   ...referenceIntegerKernels,
 };
+
+/** The kernel each public stand-in runs when its set is given to `TensorCompute.run` or `setDefaultKernels`. */
+const NATIVE_BEHIND = new Map<unknown, unknown>();
+
+/**
+ * The native kernels as code outside the library sees them: the same set, to give to
+ * `TensorCompute.run({ kernels })` or `setDefaultKernels` (alone, or spread into a set of one's own), whose
+ * functions throw `OptionError` when called directly. A native kernel trusts its operands (their addresses,
+ * offsets and strides: the ops check them against the tensors' storage first), so no code outside the
+ * library calls one.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nativeKernels, OptionError, referenceKernels, Tensor, TensorCompute } from "@zigtensor/zigtensor";
+ * using a = Tensor.from([1, 2, 3]);
+ * using s = TensorCompute.run({ kernels: { ...referenceKernels, binary: nativeKernels.binary } }, () => a.add(a));
+ * assert.equal(s.get(2), 6);
+ * assert.throws(() => nativeKernels.copy(4, [1], null as never, null as never, null as never), OptionError);
+ * ```
+ */
+export const publicNativeKernels: KernelSet = Object.freeze(
+  Object.fromEntries(
+    Object.entries(nativeKernels).map(([key, value]) => {
+      if (typeof value !== "function") return [key, value];
+      const standIn = () => {
+        throw new OptionError(
+          `nativeKernels.${key}`,
+          "a native kernel runs only inside the ops, which check its operands against their storage; give the " +
+            "set to TensorCompute.run({ kernels }) or setDefaultKernels(), or call the op",
+        );
+      };
+      NATIVE_BEHIND.set(standIn, value);
+      return [key, standIn];
+    }),
+  ),
+) as unknown as KernelSet;
+
+/** The set each resolved one was made from (what code outside the library gave, and sees again). */
+const GIVEN = new WeakMap<KernelSet, KernelSet>([[nativeKernels, publicNativeKernels]]);
+
+/**
+ * Internal: the set the ops call for `set` (one given to `TensorCompute.run` or `setDefaultKernels`): `set`
+ * itself unless it holds stand-ins of `publicNativeKernels`, which become the native kernels they name.
+ */
+export function resolveKernelSet(set: KernelSet): KernelSet {
+  if (set === publicNativeKernels) return nativeKernels;
+  const entries = Object.entries(set);
+  if (!entries.some(([, value]) => NATIVE_BEHIND.has(value))) return set;
+  const resolved = Object.fromEntries(
+    entries.map(([key, value]) => [key, NATIVE_BEHIND.get(value) ?? value]),
+  ) as unknown as KernelSet;
+  GIVEN.set(resolved, set);
+  return resolved;
+}
+
+/** Internal: the set code outside the library gave for a resolved one (never the native kernels themselves). */
+export function givenKernelSet(set: KernelSet): KernelSet {
+  return GIVEN.get(set) ?? set;
+}

@@ -8,7 +8,7 @@
 import { DTypeError, OptionError, StaleTensorError, TensorShapeError } from "../core/errors.ts";
 import { checkInteger, describe, INT32_MAX } from "../core/options.ts";
 import { DType, dtypeInfo } from "../core/dtype.ts";
-import { computeSettings, computeSnapshot, kernels } from "../context.ts";
+import { computeSettings, computeSnapshot, kernels, kernelsOf } from "../context.ts";
 import { broadcastShapes, formatShape } from "../core/shape.ts";
 import {
   allocateOutput,
@@ -241,7 +241,7 @@ export function binaryKernel(op: string, kind: BinaryOp, a: Tensor, b: Tensor): 
   const bOperand = operandOf(b, op, broadcastStrides(b, shape, op));
   const out = newOutput(op, shape, binaryWritesBool(kind) ? DType.Bool : DType.F32);
   const compute = computeSnapshot();
-  compute.kernels.binary(kind, shapeOf(out), operandOf(out, op), aOperand, bOperand, compute);
+  kernelsOf(compute).binary(kind, shapeOf(out), operandOf(out, op), aOperand, bOperand, compute);
   return out;
 }
 
@@ -250,7 +250,7 @@ export function unaryKernel(op: string, kind: UnaryOp, a: Tensor): Tensor {
   const operand = operandOf(a, op);
   const out = newOutput(op, shapeOf(a));
   const compute = computeSnapshot();
-  compute.kernels.unary(kind, shapeOf(out), operandOf(out, op), operand, compute);
+  kernelsOf(compute).unary(kind, shapeOf(out), operandOf(out, op), operand, compute);
   return out;
 }
 

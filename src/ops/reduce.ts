@@ -8,7 +8,7 @@
 import { DType } from "../core/dtype.ts";
 import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkBoolean, checkOptions, describe } from "../core/options.ts";
-import { computeSettings, computeSnapshot, kernels } from "../context.ts";
+import { computeSettings, computeSnapshot, kernels, kernelsOf } from "../context.ts";
 import { formatShape, normalizeAxis } from "../core/shape.ts";
 import { allocateOutput, dtypeOf, operandOf, rankOf, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
@@ -122,9 +122,9 @@ function reduceKernel(
   }
   const compute = computeSnapshot();
   if (dtypeOf(x) === DType.F32) {
-    compute.kernels.reduce(kind, shape, axes.length, operandOf(out, op, outStrides), input, compute);
+    kernelsOf(compute).reduce(kind, shape, axes.length, operandOf(out, op, outStrides), input, compute);
   } else {
-    compute.kernels.reduceInt(
+    kernelsOf(compute).reduceInt(
       kind,
       dtypeOf(x),
       shape,

@@ -4,7 +4,8 @@
 // every buffer is compared, so a write outside an operand's rows shows. Exact mode is within `RNN_EXACT_BOUND`
 // of the reference (the transcendentals differ by an f32 ulp; products spread that) and the same bits on 1
 // and 4 threads; fast mode is within `RNN_FAST_BOUND`. The exact results are hashed to compare ISAs.
-import { nativeKernels, referenceKernels, Tensor } from "../../mod.ts";
+import { referenceKernels, Tensor } from "../../mod.ts";
+import { nativeKernels } from "../../src/kernels/sets.ts";
 import { RnnCellOp, type RnnCellParams } from "../../src/kernels/rnn.ts";
 import type { ComputeSettings, KernelOperand } from "../../src/kernels/types.ts";
 import { operandOf } from "../../src/tensor.ts";
