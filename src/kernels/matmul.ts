@@ -191,8 +191,11 @@ export const referencePackedMatMul: PackedMatMulKernel = {
       }
     }
   },
-  multiply: (m, n, k, out, a, packed, settings) =>
-    referenceMatMul([m, n], k, out, a, { ...packed, strides: [n, 1] }, settings),
+  multiply: (m, n, k, out, a, packed, settings) => {
+    // An operand's data may be a getter (made lazily), which a spread would not copy.
+    const b = { pointer: packed.pointer, data: packed.data, offset: packed.offset, strides: [n, 1] };
+    referenceMatMul([m, n], k, out, a, b, settings);
+  },
 };
 
 /** The native packed product (`zt_matmul_pack_b_f32`, `zt_matmul_packed_f32`, zig/kernels/gemm.zig). */
