@@ -65,6 +65,11 @@ export function releaseOperand(operand: NativeOperand): void {
   }
 }
 
+/** Returns a packed B's block; throws if the packing wrote past it. */
+function releasePacked(block: NativeBlock): void {
+  if (!block.release()) throw new Error(`a ${block.bytes}-byte packed B written past its end`);
+}
+
 /** A plain copy of an operand's storage, with the same view (for the reference, which reads only `data`). */
 function copyOf(
   operand: NativeOperand,
@@ -190,9 +195,7 @@ export function runCase(c: MatMulCase, threadCounts: readonly number[]): CaseRes
       }
     }
   } finally {
-    for (const block of packed.values()) {
-      if (!block.release()) throw new Error(`a ${block.bytes}-byte packed B written past its end`);
-    }
+    packed.forEach(releasePacked);
     releaseOperand(a);
     releaseOperand(b);
     releaseOperand(out);
