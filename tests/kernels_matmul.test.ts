@@ -1,6 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fastMatMulBound, nativeMatMul, referenceMatMul } from "../src/kernels/matmul.ts";
+import {
+  fastMatMulBound,
+  nativeMatMul,
+  referenceMatMul,
+  referencePackedMatMul,
+} from "../src/kernels/matmul.ts";
 import {
   type ConformanceReport,
   describe,
@@ -74,6 +79,61 @@ test("products of 1 to 4 rows (B streamed, not packed) give the exact bits on 1 
     }
   }
   assert.equal(cases, 20);
+});
+
+test("a B packed once (a recurrent step's W_hhᵀ and W_hh) gives matMul's exact bits on 1 to 4 threads", () => {
+  // runCase runs the packed product beside nativeMatMul for every case without batch axes.
+  for (
+    const [m, n, k, layout] of [[32, 1024, 256, "transposed"], [32, 256, 1024, "row"], [
+      1,
+      300,
+      70,
+      "reversed",
+    ]] as const
+  ) {
+    const c: MatMulCase = {
+      batch: [],
+      m,
+      n,
+      k,
+      layouts: ["row", "dilated", layout],
+      broadcastA: [],
+      broadcastB: [],
+      seed: m + n + k,
+    };
+    const result = runCase(c, [1, 2, 3, 4]);
+    assert.equal(result.exactMismatches, 0, describe(c));
+    assert.equal(result.fastOutOfBound, 0, describe(c));
+    assert.equal(result.gapWrites, 0, describe(c));
+  }
+});
+
+test("the reference packed product is a row-major copy of B and referenceMatMul's bits", () => {
+  const rng = new Rng(11);
+  const [m, n, k] = [3, 5, 7];
+  const a = makeOperand([m, k], "row", [], () => rng.value());
+  const b = makeOperand([k, n], "reversed", [], () => rng.value());
+  const want = makeOperand([m, n], "row", [], () => 0);
+  const got = makeOperand([m, n], "row", [], () => 0);
+  const settings = { mode: "exact", threads: 1 } as const;
+  const packed = {
+    ...b,
+    data: new Float32Array(referencePackedMatMul.packedSize(k, n, settings)),
+    offset: 0,
+  };
+  try {
+    referencePackedMatMul.pack(k, n, packed, b, settings);
+    for (let p = 0; p < k; p++) {
+      for (let j = 0; j < n; j++) {
+        assert.equal(packed.data[p * n + j], b.data[b.offset + p * b.strides[0] + j * b.strides[1]]);
+      }
+    }
+    referenceMatMul([m, n], k, want, a, b, settings);
+    referencePackedMatMul.multiply(m, n, k, got, a, packed, settings);
+    assert.deepEqual(got.data, want.data);
+  } finally {
+    [a, b, want, got].forEach(releaseOperand);
+  }
 });
 
 test("K = 0 writes +0 everywhere and an empty output touches nothing", () => {

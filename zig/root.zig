@@ -208,6 +208,25 @@ export fn zt_matmul_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const an
     return dispatch.active().gemm.matmul_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));
 }
 
+/// The panel width NR of a B packed for `mode` (0 fast, 1 exact) by the active variant: a packed [K, N] B holds
+/// roundUp(N, NR)·K values of 4 (fast) or 8 (exact) bytes (zig/kernels/gemm.zig `packedPanel`).
+export fn zt_matmul_packed_panel(mode: i32) i32 {
+    return dispatch.active().gemm.packed_panel(mode);
+}
+
+/// Packs b for many products (zig/kernels/gemm.zig `packBF32`): args.shape = [K, N], operand 0 = b's offset and
+/// strides, args.mode the products' mode; `packed_b` holds zt_matmul_packed_panel's size, 64-byte aligned.
+export fn zt_matmul_pack_b_f32(args: *const abi.ArgBlock, packed_b: *anyopaque, b: *const anyopaque) void {
+    dispatch.active().gemm.pack_b_f32(args, @ptrCast(packed_b), @ptrCast(b));
+}
+
+/// out [M, N] = a [M, K] · a B packed by zt_matmul_pack_b_f32 in the same mode (zig/kernels/gemm.zig
+/// `matmulPackedF32`): args.shape = [M, N], ints[0] = K, operands 0, 1 = out, a. Returns 0, or
+/// `Status.out_of_memory` before writing anything.
+export fn zt_matmul_packed_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque, packed_b: *const anyopaque) i32 {
+    return dispatch.active().gemm.matmul_packed_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(packed_b));
+}
+
 /// im2col (args.op 0) or col2im (1) of convolution (zig/kernels/conv.zig): args.shape = [N, C, KH, KW, OH, OW];
 /// operands 0, 1 = out, a (the columns' six strides and the image's N, C, H, W strides, in that order for
 /// im2col, swapped for col2im); ints: strideH, strideW, padH, padW, dilationH, dilationW, H, W.

@@ -13,7 +13,7 @@
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
 import { Status } from "../native/symbols.ts";
-import type { ComputeSettings, KernelOperand } from "./types.ts";
+import { type ComputeSettings, type KernelOperand, MODE_CODE } from "./types.ts";
 
 /**
  * The error bound of fast mode for one output element, given `Σ_k |a[m,k]·b[k,n]|` (`absSum`) and K: the
@@ -143,3 +143,84 @@ export function nativeMatMul(
     );
   }
 }
+
+/**
+ * A B operand [K, N] prepared once for many products (a recurrent layer's W_hh, used at every time step):
+ * `packedSize` f32 elements of storage, `pack` fills it from b, `multiply` computes out [M, N] = a [M, K] · B
+ * from it, the bits `matMul` gives in exact mode. The layout is the kernel set's own: the reference keeps b
+ * as a row-major f32 copy; the native set keeps the GEMM's KC×NR panels of the variant (f64 values in exact
+ * mode), so the products skip packing B.
+ */
+export interface PackedMatMulKernel {
+  /** f32 elements of the packed storage for b [K, N] in `settings.mode`. */
+  readonly packedSize: (k: number, n: number, settings: ComputeSettings) => number;
+  /** Packs b [K, N] (two strides) into `packed` (contiguous, at offset 0 of a 64-byte aligned block). */
+  readonly pack: (
+    k: number,
+    n: number,
+    packed: KernelOperand,
+    b: KernelOperand,
+    settings: ComputeSettings,
+  ) => void;
+  /**
+   * out [M, N] = a [M, K] · B (out and a with two strides each), from a `packed` filled by `pack` with the
+   * same K, N and mode. M, N, K ≥ 1.
+   */
+  readonly multiply: (
+    m: number,
+    n: number,
+    k: number,
+    out: KernelOperand,
+    a: KernelOperand,
+    packed: KernelOperand,
+    settings: ComputeSettings,
+  ) => void;
+}
+
+/**
+ * The reference packed product: the packed storage is b copied row-major, and the product `referenceMatMul`
+ * over it.
+ */
+export const referencePackedMatMul: PackedMatMulKernel = {
+  packedSize: (k, n) => k * n,
+  pack: (k, n, packed, b) => {
+    const [dst, src] = [packed.data as Float32Array, b.data as Float32Array];
+    for (let p = 0; p < k; p++) {
+      for (let j = 0; j < n; j++) {
+        dst[packed.offset + p * n + j] = src[b.offset + p * b.strides[0] + j * b.strides[1]];
+      }
+    }
+  },
+  multiply: (m, n, k, out, a, packed, settings) => {
+    // An operand's data may be a getter (made lazily), which a spread would not copy.
+    const b = { pointer: packed.pointer, data: packed.data, offset: packed.offset, strides: [n, 1] };
+    referenceMatMul([m, n], k, out, a, b, settings);
+  },
+};
+
+/** The native packed product (`zt_matmul_pack_b_f32`, `zt_matmul_packed_f32`, zig/kernels/gemm.zig). */
+export const nativePackedMatMul: PackedMatMulKernel = {
+  packedSize: (k, n, settings) => {
+    const nr = native.zt_matmul_packed_panel(MODE_CODE[settings.mode]);
+    return Math.ceil(n / nr) * nr * k * (settings.mode === "exact" ? 2 : 1);
+  },
+  pack: (k, n, packed, b, settings) => {
+    args.shape([k, n])
+      .operand(0, b.offset, b.strides)
+      .op(0, MODE_CODE[settings.mode], settings.threads);
+    native.zt_matmul_pack_b_f32(args.pointer, packed.pointer, b.pointer);
+  },
+  multiply: (m, n, k, out, a, packed, settings) => {
+    args.shape([m, n])
+      .operand(0, out.offset, out.strides)
+      .operand(1, a.offset, a.strides)
+      .op(0, MODE_CODE[settings.mode], settings.threads)
+      .int(0, k);
+    const status = native.zt_matmul_packed_f32(args.pointer, out.pointer, a.pointer, packed.pointer);
+    if (status !== Status.ok) {
+      throw new RangeError(
+        `matMul: out of native memory for the packing buffers of a [${m}, ${n}] product with K = ${k}`,
+      );
+    }
+  },
+};

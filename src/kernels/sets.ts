@@ -24,6 +24,7 @@ import { nativeIndex, referenceIndex } from "./indexing.ts";
 import { nativeCtc, referenceCtc } from "./ctc.ts";
 import { nativeNll, referenceNll } from "./nll.ts";
 import { nativeRnnCell, referenceRnnCell } from "./rnn.ts";
+import { nativePackedMatMul, referencePackedMatMul } from "./matmul.ts";
 import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
 import { nativeSelect, referenceSelect } from "./select.ts";
 import { nativeNorm, nativeNormBackward, referenceNorm, referenceNormBackward } from "./norm.ts";
@@ -64,6 +65,7 @@ export const nativeKernels: KernelSet = {
   ctc: nativeCtc,
   nll: nativeNll,
   rnnCell: nativeRnnCell,
+  packedMatMul: nativePackedMatMul,
   im2col: nativeIm2col,
   col2im: nativeCol2im,
   select: nativeSelect,
@@ -104,6 +106,7 @@ export const referenceKernels: KernelSet = {
   ctc: referenceCtc,
   nll: referenceNll,
   rnnCell: referenceRnnCell,
+  packedMatMul: referencePackedMatMul,
   im2col: referenceIm2col,
   col2im: referenceCol2im,
   select: referenceSelect,

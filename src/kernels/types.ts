@@ -15,6 +15,7 @@ import type { OptimizerStepKernel } from "./optim.ts";
 import type { CtcKernel } from "./ctc.ts";
 import type { NllKernel } from "./nll.ts";
 import type { RnnCellKernel } from "./rnn.ts";
+import type { PackedMatMulKernel } from "./matmul.ts";
 import type { ConvKernels } from "./conv.ts";
 import type { SelectKernel } from "./select.ts";
 import type { NormBackwardKernel, NormKernel } from "./norm.ts";
@@ -285,6 +286,8 @@ export interface SequenceKernels {
   readonly ctc: CtcKernel;
   /** The point-wise part of one LSTM or GRU step, forward or backward (src/kernels/rnn.ts). */
   readonly rnnCell: RnnCellKernel;
+  /** Products with a weight packed once for every step (src/kernels/matmul.ts). */
+  readonly packedMatMul: PackedMatMulKernel;
 }
 
 /** The class-loss kernel: nllLoss and crossEntropy, forward and backward (src/kernels/nll.ts). */

@@ -62,6 +62,9 @@ export const symbols = {
   zt_index_add_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "void" },
   // GEMM
   zt_matmul_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
+  zt_matmul_packed_panel: { parameters: ["i32"], result: "i32" },
+  zt_matmul_pack_b_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_matmul_packed_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
   zt_conv_fold_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
   zt_optim_step_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
   zt_index_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },

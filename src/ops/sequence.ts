@@ -132,9 +132,32 @@ function rowsOf(op: string, t: Tensor, offset: number, stride: number): KernelOp
   return operandOf(t, op, [stride, 1], offsetOf(t) + offset);
 }
 
-/** out [M, N] = a [M, K] · b [K, N] in the matmul kernel, each operand as strided rows. */
-function gemmInto(out: KernelOperand, a: KernelOperand, b: KernelOperand, m: number, n: number, k: number) {
-  kernels().matMul([m, n], k, out, a, b, computeSettings());
+/** Every step's product with one weight, from a copy the kernel set packed once (`packedWeight`). */
+interface PackedWeight extends Disposable {
+  /** out [M, N] = a [M, K] · the weight, each operand as strided rows. */
+  multiply(out: KernelOperand, a: KernelOperand, m: number): void;
+}
+
+/**
+ * Packs b [K, N] (a view of a weight, any strides) once for the products of every time step
+ * (src/kernels/matmul.ts `PackedMatMulKernel`): the GEMM then never packs it again. The packed copy is a
+ * tensor no scope tracks, freed by `dispose`.
+ */
+function packedWeight(op: string, b: Tensor): PackedWeight {
+  const [k, n] = shapeOf(b);
+  const set = kernels().packedMatMul;
+  const settings = computeSettings();
+  // An empty weight (H = 0) has nothing to pack and empty products.
+  const empty = k === 0 || n === 0;
+  const packed = allocate(op, [empty ? 0 : set.packedSize(k, n, settings)], DType.F32, false);
+  const store = operandOf(packed, op);
+  if (!empty) set.pack(k, n, store, operandOf(b, op), settings);
+  return {
+    multiply: (out, a, m) => {
+      if (!empty && m > 0) set.multiply(m, n, k, out, a, store, settings);
+    },
+    [Symbol.dispose]: () => packed.dispose(),
+  };
 }
 
 /** One call of the cell kernel over the given operands (`operands[0]` fills the unused slots). */
@@ -173,12 +196,10 @@ function forwardLoop(
   const { op, gates, n, steps, hidden: h, weights } = layer;
   const g = gates * h;
   const kind = op === "lstm" ? RnnCellOp.LstmForward : RnnCellOp.GruForward;
-  // b_ih is added by the cell kernel, as linear would add it; W_hhᵀ is copied row-major once (the products
-  // with a row-major B pack faster).
+  // b_ih is added by the cell kernel, as linear would add it; W_hhᵀ is packed once for every step.
   using projected = GradMode.noGrad(() => matmul(x, transpose(weights.weightIh, 0, 1)));
   using hh = allocate(op, [n, g], DType.F32, false);
-  using weightHhT = GradMode.noGrad(() => clone(transpose(weights.weightHh, 0, 1)));
-  const whhT = operandOf(weightHhT, op);
+  using weightHhT = packedWeight(op, transpose(weights.weightHh, 0, 1));
   // The kernel reads the biases as contiguous vectors: a strided one (a flipped view) is copied first.
   using biases = new DisposableStack();
   const dense = (t: Tensor | undefined) => {
@@ -201,7 +222,7 @@ function forwardLoop(
   });
   for (let t = 0; t < steps; t++) {
     const hPrev = t === 0 ? rowsOf(op, h0, 0, h) : rowsOf(op, output, (t - 1) * h, steps * h);
-    gemmInto(operandOf(hh, op), hPrev, whhT, n, g, h);
+    weightHhT.multiply(operandOf(hh, op), hPrev, n);
     const pre = rowsOf(op, projected, t * g, steps * g);
     const hOut = rowsOf(op, output, t * h, steps * h);
     const act = saved === null ? null : rowsOf(op, saved, t * n * 4 * h, 4 * h);
@@ -408,6 +429,7 @@ export function lstmBackward(r: BackwardRecord<"Lstm">, g: Tensor): (Tensor | nu
     save: false,
     strides: [steps * h, steps * 4 * h, 0],
   };
+  using packedHh = packedWeight(op, weightHh);
   for (let t = steps - 1; t >= 0; t--) {
     const dGates = rowsOf(op, gates, t * 4 * h, steps * 4 * h);
     cell(params, [
@@ -420,7 +442,7 @@ export function lstmBackward(r: BackwardRecord<"Lstm">, g: Tensor): (Tensor | nu
       operandOf(dc, op),
       dGates,
     ]);
-    gemmInto(operandOf(dh, op), dGates, operandOf(weightHh, op), n, h, 4 * h);
+    packedHh.multiply(operandOf(dh, op), dGates, n);
   }
   const output = reshape(slice(all, 0, 0, cells), [n, steps, h]);
   return layerGradients(r, output, gates, gates, [dh, dc]);
@@ -440,6 +462,7 @@ export function gruBackward(r: BackwardRecord<"Gru">, g: Tensor): (Tensor | null
   const [dIh, dHh] = [0, 1].map(() => newOutput(op, [n, steps, 3 * h]));
   const dh = allocate(op, [n, h], DType.F32, true, { scoped: true });
   const dz = allocate(op, [n, h], DType.F32, true, { scoped: true });
+  using packedHh = packedWeight(op, weightHh);
   for (let t = steps - 1; t >= 0; t--) {
     const params: RnnCellParams = {
       op: RnnCellOp.GruBackward,
@@ -460,7 +483,7 @@ export function gruBackward(r: BackwardRecord<"Gru">, g: Tensor): (Tensor | null
       rowsOf(op, dIh, t * 3 * h, steps * 3 * h),
       dGates,
     ]);
-    gemmInto(operandOf(dh, op), dGates, operandOf(weightHh, op), n, h, 3 * h);
+    packedHh.multiply(operandOf(dh, op), dGates, n);
   }
   return layerGradients(r, output, dIh, dHh, [add(dh, dz)]);
 }

@@ -3,7 +3,12 @@
 // GEMM with the reference in both modes. Run as a script, it prints one JSON report for the ISA forced by
 // ZIGTENSOR_ISA (tests/kernels_matmul.test.ts runs it once per variant).
 import { kernelInfo } from "../../src/native/kernel_info.ts";
-import { fastMatMulBound, nativeMatMul, referenceMatMul } from "../../src/kernels/matmul.ts";
+import {
+  fastMatMulBound,
+  nativeMatMul,
+  nativePackedMatMul,
+  referenceMatMul,
+} from "../../src/kernels/matmul.ts";
 import type { ArithmeticMode, KernelOperand } from "../../src/kernels/types.ts";
 import { NativeBlock, Rng, viewOffsets } from "./operands.ts";
 
@@ -60,6 +65,11 @@ export function releaseOperand(operand: NativeOperand): void {
   }
 }
 
+/** Returns a packed B's block; throws if the packing wrote past it. */
+function releasePacked(block: NativeBlock): void {
+  if (!block.release()) throw new Error(`a ${block.bytes}-byte packed B written past its end`);
+}
+
 /** A plain copy of an operand's storage, with the same view (for the reference, which reads only `data`). */
 function copyOf(
   operand: NativeOperand,
@@ -106,7 +116,36 @@ function bits(x: number): number {
   return Number.isNaN(f32[0]) ? -1 : u32[0];
 }
 
-/** Runs one case natively in both modes for each thread count and compares with the reference. */
+/**
+ * The products of one mode to check: `nativeMatMul`, and for one matrix (no batch axes, M, N, K ≥ 1, up to
+ * 2^24 multiply-adds, which keeps the CHECKED runs inside Bun's test timeout) the product with B packed once
+ * (`nativePackedMatMul`, packed into `packed` for each mode).
+ */
+function productsOf(
+  c: MatMulCase,
+  out: NativeOperand,
+  a: NativeOperand,
+  b: NativeOperand,
+  packed: Map<ArithmeticMode, NativeBlock>,
+  mode: ArithmeticMode,
+): ((threads: number) => void)[] {
+  const outShape = [...c.batch, c.m, c.n];
+  const runs = [(threads: number) => nativeMatMul(outShape, c.k, out, a, b, { mode, threads })];
+  if (c.batch.length === 0 && c.m > 0 && c.n > 0 && c.k > 0 && c.m * c.n * c.k <= 2 ** 24) {
+    const settings = { mode, threads: 1 };
+    const block = new NativeBlock(nativePackedMatMul.packedSize(c.k, c.n, settings) * 4);
+    packed.set(mode, block);
+    const store = block.operand(Float32Array);
+    nativePackedMatMul.pack(c.k, c.n, store, b, settings);
+    runs.push((threads) => nativePackedMatMul.multiply(c.m, c.n, c.k, out, a, store, { mode, threads }));
+  }
+  return runs;
+}
+
+/**
+ * Runs one case natively in both modes for each thread count (and, for one matrix, with B packed once) and
+ * compares with the reference.
+ */
 export function runCase(c: MatMulCase, threadCounts: readonly number[]): CaseResult {
   const rng = new Rng(c.seed);
   const outShape = [...c.batch, c.m, c.n];
@@ -114,6 +153,7 @@ export function runCase(c: MatMulCase, threadCounts: readonly number[]): CaseRes
   const a = makeOperand([...c.batch, c.m, c.k], c.layouts[1], c.broadcastA, () => rng.value());
   const b = makeOperand([...c.batch, c.k, c.n], c.layouts[2], c.broadcastB, () => rng.value());
   const out = makeOperand(outShape, c.layouts[0], noBroadcast, () => 1234.5);
+  const packed = new Map<ArithmeticMode, NativeBlock>();
   const result: CaseResult = {
     case: describe(c),
     exactMismatches: 0,
@@ -130,9 +170,13 @@ export function runCase(c: MatMulCase, threadCounts: readonly number[]): CaseRes
     const where = viewOffsets(outShape, out);
     const inView = new Set(where);
     for (const mode of ["exact", "fast"] as const) {
-      for (const threads of threadCounts) {
+      for (
+        const [threads, run] of productsOf(c, out, a, b, packed, mode).flatMap((r) =>
+          threadCounts.map((t) => [t, r] as const)
+        )
+      ) {
         out.data.fill(1234.5);
-        nativeMatMul(outShape, c.k, out, a, b, { mode, threads });
+        run(threads);
         for (const p of where) {
           const want = expected.data[p];
           const got = out.data[p];
@@ -152,6 +196,7 @@ export function runCase(c: MatMulCase, threadCounts: readonly number[]): CaseRes
       }
     }
   } finally {
+    packed.forEach(releasePacked);
     releaseOperand(a);
     releaseOperand(b);
     releaseOperand(out);

@@ -31,10 +31,20 @@ pub const MatmulFn = *const fn (
     b: [*]const u8,
 ) callconv(.c) i32;
 
+/// Packs b [K, N] for `matmulPackedF32`; see `packBF32`.
+pub const PackBFn = *const fn (args: *const abi.ArgBlock, packed_b: [*]u8, b: [*]const u8) callconv(.c) void;
+
+/// The panel width NR of a packed B for a mode (0 fast, 1 exact); see `packBF32`.
+pub const PackedPanelFn = *const fn (mode: i32) callconv(.c) i32;
+
 /// This family's entries in the kernel table; the machine-measuring loops of `bench.zig` ride along,
 /// since they too must run the variant's widest vectors.
 pub const Table = extern struct {
     matmul_f32: MatmulFn,
+    /// The product with a B packed once beforehand (`packBF32`), for a weight used by many products.
+    matmul_packed_f32: MatmulFn,
+    pack_b_f32: PackBFn,
+    packed_panel: PackedPanelFn,
     bench: bench.Table,
     /// im2col and col2im of convolution (`conv.zig`), which feed and drain this family's products.
     conv_fold_f32: conv.FoldFn,
@@ -42,6 +52,9 @@ pub const Table = extern struct {
 
 pub const table_entries: Table = .{
     .matmul_f32 = matmulF32,
+    .matmul_packed_f32 = matmulPackedF32,
+    .pack_b_f32 = packBF32,
+    .packed_panel = packedPanel,
     .bench = bench.table_entries,
     .conv_fold_f32 = conv.foldF32,
 };
@@ -98,8 +111,9 @@ pub fn blocking(comptime T: type) Blocking {
     const lanes = vector_bytes / @sizeOf(T);
     if (vector_registers == 32 and vector_bytes == 64) {
         // AVX-512: 6 rows × 4 zmm = 24 accumulators, 4 for B, 1 broadcast: 10 loads per 24 FMAs. (14×32
-        // measured the same within noise on Zen 5 but wastes more of its last row panel.)
-        return .{ .mr = 6, .nv = 4, .kc = if (T == f32) 256 else 128, .mc = 6 * 48, .nc = 64 * lanes };
+        // measured the same within noise on Zen 5 but wastes more of its last row panel.) KC 256 in exact
+        // mode too: half the partial sums stored and reloaded of KC 128, 2–3 % faster on Zen 4.
+        return .{ .mr = 6, .nv = 4, .kc = 256, .mc = 6 * 48, .nc = 64 * lanes };
     }
     if (vector_registers == 32) {
         // NEON: 8 rows × 3 q registers = 24 accumulators.
@@ -141,6 +155,8 @@ const Problem = struct {
     c: [*]f32,
     rs_c: isize,
     cs_c: isize,
+    /// The column of the whole product where this one starts (where its panels begin in a packed B).
+    n0: usize = 0,
 
     /// The sub-problem of rows `m0..m0+m` and columns `n0..n0+n`.
     fn sub(p: Problem, m0: usize, m: usize, n0: usize, n: usize) Problem {
@@ -152,6 +168,7 @@ const Problem = struct {
         s.a = offsetBy([*]const f32, p.a, im0 * p.rs_a);
         s.b = offsetBy([*]const f32, p.b, in0 * p.cs_b);
         s.c = offsetBy([*]f32, p.c, im0 * p.rs_c + in0 * p.cs_c);
+        s.n0 = p.n0 + n0;
         return s;
     }
 };
@@ -165,6 +182,10 @@ fn Workspace(comptime T: type) type {
         /// tile after another, `partial_row_tiles` tiles to a row of tiles.
         partial: [*]f64,
         partial_row_tiles: usize,
+        /// A B packed beforehand for every column (`Gemm.packWhole`), and its padded width; null when
+        /// each KC×NC block is packed into `b_pack` as the product reaches it.
+        packed_b: ?[*]const T = null,
+        packed_n: usize = 0,
     };
 }
 
@@ -216,7 +237,11 @@ pub fn Gemm(comptime T: type) type {
             while (pc < p.k) : (pc += sizes.kc) {
                 const kc = @min(sizes.kc, p.k - pc);
                 const ipc: isize = @intCast(pc);
-                packB(kc, p.n, offsetBy([*]const f32, p.b, ipc * p.rs_b), p.rs_b, p.cs_b, ws.b_pack);
+                // KC block pc of a packed B starts pc·packed_n elements in; its panel for column n0 n0·kc.
+                const b_pack: [*]const T = if (ws.packed_b) |whole| whole + pc * ws.packed_n + p.n0 * kc else blk: {
+                    packB(kc, p.n, offsetBy([*]const f32, p.b, ipc * p.rs_b), p.rs_b, p.cs_b, ws.b_pack);
+                    break :blk ws.b_pack;
+                };
                 const pass: Pass = .{ .first = pc == 0, .last = pc + kc == p.k };
                 var ic: usize = 0;
                 while (ic < p.m) : (ic += sizes.mc) {
@@ -225,7 +250,7 @@ pub fn Gemm(comptime T: type) type {
                     packA(mc, kc, offsetBy([*]const f32, p.a, iic * p.rs_a + ipc * p.cs_a), p.rs_a, p.cs_a, ws.a_pack);
                     const c = offsetBy([*]f32, p.c, iic * p.rs_c);
                     const partial = ws.partial + (ic / mr) * ws.partial_row_tiles * mr * nr;
-                    macroKernel(mc, p.n, kc, ws, c, p.rs_c, p.cs_c, partial, pass);
+                    macroKernel(mc, p.n, kc, ws, b_pack, c, p.rs_c, p.cs_c, partial, pass);
                 }
             }
         }
@@ -234,23 +259,25 @@ pub fn Gemm(comptime T: type) type {
 
         /// Runs the micro-kernel over every MR×NR tile of an mc×nc block, B micro-panel by B micro-panel, so
         /// that each is reused from cache by all the A micro-panels of the block.
-        fn macroKernel(mc: usize, nc: usize, kc: usize, ws: Workspace(T), c: [*]f32, rs_c: isize, cs_c: isize, partial: [*]f64, pass: Pass) void {
+        fn macroKernel(mc: usize, nc: usize, kc: usize, ws: Workspace(T), b_pack: [*]const T, c: [*]f32, rs_c: isize, cs_c: isize, partial: [*]f64, pass: Pass) void {
             var jr: usize = 0;
             while (jr < nc) : (jr += nr) {
                 const n_valid = @min(nr, nc - jr);
-                const b_panel = ws.b_pack + jr * kc;
+                const b_panel = b_pack + jr * kc;
                 var ir: usize = 0;
                 while (ir < mc) : (ir += mr) {
                     const m_valid = @min(mr, mc - ir);
                     const c_tile = offsetBy([*]f32, c, @as(isize, @intCast(ir)) * rs_c + @as(isize, @intCast(jr)) * cs_c);
                     const partial_tile = partial + ((ir / mr) * ws.partial_row_tiles + jr / nr) * mr * nr;
+                    // The sums start at zero in registers, or from exact mode's partial sums of the panels before.
                     var tile: Tile = undefined;
-                    if (exact and !pass.first) loadPartial(&tile, partial_tile) else tile = @splat(@splat(@splat(0)));
+                    const from_partial = exact and !pass.first;
+                    if (from_partial) loadPartial(&tile, partial_tile);
                     const vectors = ceilDiv(n_valid, lanes);
                     if (m_valid == mr and vectors == nv) {
-                        microKernel(mr, nv, kc, ws.a_pack + ir * kc, b_panel, &tile);
+                        microKernel(mr, nv, kc, ws.a_pack + ir * kc, b_panel, &tile, from_partial);
                     } else {
-                        edgeKernel(m_valid, vectors, kc, ws.a_pack + ir * kc, b_panel, &tile);
+                        edgeKernel(m_valid, vectors, kc, ws.a_pack + ir * kc, b_panel, &tile, from_partial);
                     }
                     if (exact and !pass.last) {
                         storePartial(&tile, partial_tile);
@@ -261,12 +288,13 @@ pub fn Gemm(comptime T: type) type {
             }
         }
 
-        /// The first `rows`×`vectors` part of tile += A panel (mr×kc, k-major) · B panel (kc×nr, k-major), in
-        /// ascending k.
-        inline fn microKernel(comptime rows: usize, comptime vectors: usize, kc: usize, a: [*]const T, b: [*]const T, tile: *Tile) void {
+        /// The first `rows`×`vectors` part of tile = (tile when `from_partial`, else 0) + A panel (mr×kc, k-major) ·
+        /// B panel (kc×nr, k-major), in ascending k. (Zeroing the tile in memory instead costs a memset of
+        /// it per tile: 4 % of a K = 128 product.)
+        inline fn microKernel(comptime rows: usize, comptime vectors: usize, kc: usize, a: [*]const T, b: [*]const T, tile: *Tile, from_partial: bool) void {
             var acc: [rows][vectors]V = undefined;
             inline for (0..rows) |i| inline for (0..vectors) |j| {
-                acc[i][j] = tile[i][j];
+                acc[i][j] = if (from_partial) tile[i][j] else @splat(0);
             };
             for (0..kc) |p| {
                 var bv: [vectors]V = undefined;
@@ -283,11 +311,11 @@ pub fn Gemm(comptime T: type) type {
 
         /// The micro-kernel cut to an edge tile's rows and vectors, so that a thin edge (the one row of a
         /// vector-matrix product, a narrow N) costs what it computes rather than a full tile.
-        fn edgeKernel(rows: usize, vectors: usize, kc: usize, a: [*]const T, b: [*]const T, tile: *Tile) void {
+        fn edgeKernel(rows: usize, vectors: usize, kc: usize, a: [*]const T, b: [*]const T, tile: *Tile, from_partial: bool) void {
             @setEvalBranchQuota(20_000);
             switch (rows) {
                 inline 1...mr => |r| switch (vectors) {
-                    inline 1...nv => |v| microKernel(r, v, kc, a, b, tile),
+                    inline 1...nv => |v| microKernel(r, v, kc, a, b, tile, from_partial),
                     else => unreachable,
                 },
                 else => unreachable,
@@ -329,6 +357,23 @@ pub fn Gemm(comptime T: type) type {
                     const v: f32 = @floatCast(flat[i][j]);
                     dst.* = if (accumulate) dst.* + v else v;
                 }
+            }
+        }
+
+        /// Elements of a packed k×n B: every KC block of rows as `packB` lays it out for all n columns
+        /// (rounded up to whole NR panels), one block after another.
+        pub fn packedElems(k: usize, n: usize) usize {
+            return roundUp(n, nr) * k;
+        }
+
+        /// Packs all of B (k×n, any strides) for `Job.executePacked`: KC block pc at element pc·roundUp(n,
+        /// NR), its NR-column panels kc·NR apart, so that any NR-aligned column range of any NC block is
+        /// one contiguous run of panels.
+        pub fn packWhole(k: usize, n: usize, b: [*]const f32, rs: isize, cs: isize, dst: [*]T) void {
+            var pc: usize = 0;
+            while (pc < k) : (pc += sizes.kc) {
+                const kc = @min(sizes.kc, k - pc);
+                packB(kc, n, offsetBy([*]const f32, b, @as(isize, @intCast(pc)) * rs), rs, cs, dst + pc * roundUp(n, nr));
             }
         }
 
@@ -454,8 +499,9 @@ pub fn Stream(comptime T: type) type {
         }
 
         fn multiplyRows(comptime rows: usize, p: Problem) void {
-            // B rows per step: as many as leave registers for the broadcast A values and the sums.
-            const unroll = if (rows <= 2) 4 else 2;
+            // B rows per step: each step reads and writes the strip's sums in L1 once, so more rows per step
+            // leave more of the time to reading B (1×4096·4096² on Zen 4: 4 rows 2.8–3.1 ms, 8 rows 2.4–2.6).
+            const unroll = if (rows <= 2) 8 else 4;
             const width_max = buffer_elems / rows / lanes * lanes;
             var sums: [buffer_elems]T align(64) = undefined;
             var j0: usize = 0;
@@ -700,6 +746,8 @@ fn Job(comptime T: type) type {
         plan: Plan,
         region_bytes: [3]usize,
         memory: [*]u8,
+        /// B packed beforehand (`executePacked`), or null.
+        packed_b: ?[*]const T = null,
 
         fn taskBytes(job: *const @This()) usize {
             return job.region_bytes[0] + job.region_bytes[1] + job.region_bytes[2];
@@ -713,6 +761,8 @@ fn Job(comptime T: type) type {
                 .b_pack = @ptrCast(@alignCast(base + job.region_bytes[0])),
                 .partial = @ptrCast(@alignCast(base + job.region_bytes[0] + job.region_bytes[1])),
                 .partial_row_tiles = ceilDiv(@min(G.sizes.nc, @min(job.plan.n_step, job.batched.n)), G.nr),
+                .packed_b = job.packed_b,
+                .packed_n = roundUp(job.batched.n, G.nr),
             };
             const plan = job.plan;
             const first = task * plan.items / plan.tasks;
@@ -736,12 +786,21 @@ fn Job(comptime T: type) type {
                 executeStream(rt, batched, threads);
                 return @intFromEnum(abi.Status.ok);
             }
+            return executeBlocked(rt, batched, threads, null);
+        }
+
+        /// The blocked product, B packed per block from its operand or, when `packed_b` is given (one matrix,
+        /// no batch axes, packed by `Gemm.packWhole`), read from it.
+        fn executeBlocked(rt: *const table.Runtime, batched: *const Batched, threads: usize, packed_b: ?[*]const T) i32 {
             const plan = Plan.init(batched.batchCount(), batched.m, batched.n, batched.k, threads, G.mr, G.nr);
+            var region_bytes = G.workspaceBytes(@min(plan.m_step, batched.m), @min(plan.n_step, batched.n), batched.k);
+            if (packed_b != null) region_bytes[1] = 0;
             var job: @This() = .{
                 .batched = batched,
                 .plan = plan,
-                .region_bytes = G.workspaceBytes(@min(plan.m_step, batched.m), @min(plan.n_step, batched.n), batched.k),
+                .region_bytes = region_bytes,
                 .memory = undefined,
+                .packed_b = packed_b,
             };
             const lease = WorkspaceCache.acquire(plan.tasks * job.taskBytes()) orelse
                 return @intFromEnum(abi.Status.out_of_memory);
@@ -837,6 +896,43 @@ pub fn matmulF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8
     return if (args.mode == 1) Job(f64).execute(rt, &batched, threads) else Job(f32).execute(rt, &batched, threads);
 }
 
+/// The panel width NR of a B packed for `mode` (0 fast, 1 exact) on this ISA: a packed k×n B holds
+/// roundUp(n, NR)·k values of 4 (fast) or 8 (exact) bytes.
+pub fn packedPanel(mode: i32) callconv(.c) i32 {
+    return @intCast(if (mode == 1) Gemm(f64).nr else Gemm(f32).nr);
+}
+
+/// Packs b [K, N] once for many products with `matmulPackedF32`. `args.shape` is [K, N] (both ≥ 1),
+/// operand 0 b's offset and strides, `args.mode` the mode the products will run in (exact mode packs f64
+/// values); `packed_b` holds `packedPanel`'s roundUp(N, NR)·K values, 64-byte aligned.
+pub fn packBF32(args: *const abi.ArgBlock, packed_b: [*]u8, b: [*]const u8) callconv(.c) void {
+    std.debug.assert(args.rank == 2 and args.shape[0] >= 1 and args.shape[1] >= 1);
+    const k: usize = @intCast(args.shape[0]);
+    const n: usize = @intCast(args.shape[1]);
+    const src = offsetBy([*]const f32, @ptrCast(@alignCast(b)), args.operands[0].offset);
+    const rs = args.operands[0].strides[0];
+    const cs = args.operands[0].strides[1];
+    if (args.mode == 1) {
+        Gemm(f64).packWhole(k, n, src, rs, cs, @ptrCast(@alignCast(packed_b)));
+    } else {
+        Gemm(f32).packWhole(k, n, src, rs, cs, @ptrCast(@alignCast(packed_b)));
+    }
+}
+
+/// out [M, N] = a [M, K] · B, with B packed by `packBF32` in the same mode. `args.shape` is [M, N] (both
+/// ≥ 1), `args.ints[0]` K (≥ 1, the packed B's), operands 0 and 1 out and a; the same sums in the same
+/// order as `matmulF32`, so exact results are its bits. Returns `Status.out_of_memory` before writing.
+pub fn matmulPackedF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, packed_b: [*]const u8) callconv(.c) i32 {
+    std.debug.assert(args.rank == 2 and args.shape[0] >= 1 and args.shape[1] >= 1 and args.ints[0] >= 1);
+    var batched = Batched.init(args, out, a, packed_b);
+    batched.strides[2][0] = 0;
+    batched.strides[2][1] = 0;
+    batched.offsets[2] = 0;
+    const threads: usize = @intCast(@max(1, args.threads));
+    if (args.mode == 1) return Job(f64).executeBlocked(rt, &batched, threads, @ptrCast(@alignCast(packed_b)));
+    return Job(f32).executeBlocked(rt, &batched, threads, @ptrCast(@alignCast(packed_b)));
+}
+
 /// An empty sum is +0 in both modes.
 fn zeroFill(batched: *const Batched) void {
     for (0..batched.batchCount()) |index| {
@@ -919,6 +1015,24 @@ fn runCase(m: usize, n: usize, k: usize, layout_a: Layout, layout_b: Layout, mod
     args.operands[2] = .{ .offset = @intCast(lb.offset), .strides = .{ @intCast(lb.rs), @intCast(lb.cs), 0, 0, 0, 0, 0, 0 } };
     const status = matmulF32(rt, &args, @ptrCast(out.ptr), @ptrCast(a.ptr), @ptrCast(b.ptr));
     try testing.expectEqual(@as(i32, 0), status);
+    try expectProduct(expected, out, k, mode);
+
+    // The same product with B packed once beforehand.
+    const nr: usize = @intCast(packedPanel(mode));
+    const packed_b = try testing.allocator.alignedAlloc(f64, .@"64", roundUp(n, nr) * k);
+    defer testing.allocator.free(packed_b);
+    var pack_args = args;
+    pack_args.shape[0] = @intCast(k);
+    pack_args.shape[1] = @intCast(n);
+    pack_args.operands[0] = args.operands[2];
+    packBF32(&pack_args, @ptrCast(packed_b.ptr), @ptrCast(b.ptr));
+    @memset(out, std.math.nan(f32));
+    args.operands[2] = .{ .offset = 0, .strides = @splat(0) };
+    try testing.expectEqual(@as(i32, 0), matmulPackedF32(rt, &args, @ptrCast(out.ptr), @ptrCast(a.ptr), @ptrCast(packed_b.ptr)));
+    try expectProduct(expected, out, k, mode);
+}
+
+fn expectProduct(expected: []const f32, out: []const f32, k: usize, mode: i32) !void {
     for (expected, out) |want, got| {
         if (mode == 1) {
             try testing.expectEqual(@as(u32, @bitCast(want)), @as(u32, @bitCast(got)));

@@ -27,7 +27,9 @@ const std = @import("std");
 const abi = @import("../abi.zig");
 const table = @import("table.zig");
 const math = @import("math.zig");
-const lanes = @import("elementwise.zig").lanes;
+/// The full vector width of the variant (zmm on AVX-512, where `elementwise.zig`'s suggested width is a
+/// ymm): the gates' sigmoid and tanh are most of a step's point-wise time.
+const lanes = @import("gemm.zig").vector_bytes / @sizeOf(f32);
 
 /// One step of a recurrent cell; see the file comment for the argument block and the operands.
 pub const CellFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [8][*]f32) callconv(.c) void;
