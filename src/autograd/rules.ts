@@ -6,17 +6,18 @@
  * @module
  */
 import { DType } from "../core/dtype.ts";
+import { computeSettings, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, type Tensor } from "../tensor.ts";
+import { allocate, allocateOutput, type Tensor } from "../tensor.ts";
 import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
 import { ge, le, minimum, sigmoid, where } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
 import { prod, sum } from "../ops/reduce.ts";
 import { cumsum, gather, scatterAdd } from "../ops/indexing.ts";
 import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
-import { cast, copyInto } from "../ops/copy.ts";
+import { cast, contiguous, copyInto } from "../ops/copy.ts";
 import { erf, exp } from "../ops/elementwise.ts";
-import { conv2d, fold, unfold, type WindowGeometry } from "../ops/conv.ts";
+import { conv2d, fold, productParams, unfold, type WindowGeometry } from "../ops/conv.ts";
 import { ctcLossBackward, gruBackward, lstmBackward } from "../ops/sequence.ts";
 import { classLossBackward } from "../ops/losses.ts";
 import { maxPool2dBackward } from "../ops/pool.ts";
@@ -448,12 +449,31 @@ function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)
   }
   let dWeight: Tensor | null = null;
   if (r.needsGrad(1)) {
-    const columns = unfold("backward", r.savedTensor(0), geometry);
-    const perImage = matmul(grouped, transpose(reshape(columns, [n, groups, k, oh * ow]), -1, -2));
-    dWeight = reshape(sum(perImage, 0), weightShape);
+    // Each image's weight gradient by one implicit-GEMM call (no column matrix), then the sum over images.
+    const x = r.savedTensor(0);
+    const gradient = convGradientOperand(g);
+    const perImage = allocateOutput("backward", [n, o, cg, kh, kw], DType.F32);
+    kernels().convProduct(
+      productParams(x.shape, geometry, groups, o),
+      "weight",
+      perImage.operand("backward"),
+      gradient.operand("backward"),
+      x.operand("backward"),
+      computeSettings(),
+    );
+    if (gradient !== g) gradient.dispose();
+    dWeight = sum(perImage, 0);
+    perImage.dispose();
   }
   if (r.inputs.length === 2) return [dx, dWeight];
   return [dx, dWeight, r.needsGrad(2) ? sum(g, [0, 2, 3]) : null];
+}
+
+/** `g` [N, O, OH, OW], or a contiguous copy when its OH and OW axes do not read as one flat axis. */
+function convGradientOperand(g: Tensor): Tensor {
+  const [oh, ow] = g.shape.slice(2);
+  const flat = oh === 1 || ow === 1 || g.strides[2] === g.strides[3] * ow;
+  return flat ? g : contiguous(g);
 }
 
 function convTranspose2dBackward(r: BackwardRecord<"ConvTranspose2d">, g: Tensor): (Tensor | null)[] {

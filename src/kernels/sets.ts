@@ -23,7 +23,14 @@ import { nativeIndex, referenceIndex } from "./indexing.ts";
 import { nativeCtc, referenceCtc } from "./ctc.ts";
 import { nativeNll, referenceNll } from "./nll.ts";
 import { nativeRnnCell, referenceRnnCell } from "./rnn.ts";
-import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
+import {
+  nativeCol2im,
+  nativeConvProduct,
+  nativeIm2col,
+  referenceCol2im,
+  referenceConvProduct,
+  referenceIm2col,
+} from "./conv.ts";
 import { nativeSelect, referenceSelect } from "./select.ts";
 import { nativeNorm, nativeNormBackward, referenceNorm, referenceNormBackward } from "./norm.ts";
 import { nativeIntegerKernels, referenceIntegerKernels } from "./integer.ts";
@@ -65,6 +72,7 @@ export const nativeKernels: KernelSet = {
   rnnCell: nativeRnnCell,
   im2col: nativeIm2col,
   col2im: nativeCol2im,
+  convProduct: nativeConvProduct,
   select: nativeSelect,
   norm: nativeNorm,
   normBackward: nativeNormBackward,
@@ -105,6 +113,7 @@ export const referenceKernels: KernelSet = {
   rnnCell: referenceRnnCell,
   im2col: referenceIm2col,
   col2im: referenceCol2im,
+  convProduct: referenceConvProduct,
   select: referenceSelect,
   norm: referenceNorm,
   normBackward: referenceNormBackward,

@@ -63,6 +63,7 @@ export const symbols = {
   // GEMM
   zt_matmul_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
   zt_conv_fold_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_conv_product_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
   zt_optim_step_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
   zt_index_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
   zt_nll_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "i32" },

@@ -1,8 +1,8 @@
 /**
  * 2-D convolution over NCHW tensors (and conv1d, convTranspose2d on top of it), built from the seam's kernels
- * only, so the reference kernel set runs them too. Convolution unfolds the windows (im2col, one kernel call that
- * also pads) and multiplies by the weights as a batched matmul; its backward pass folds columns back (col2im,
- * one kernel call).
+ * only, so the reference kernel set runs them too. Convolution and its weight gradient are implicit GEMMs (one
+ * `convProduct` call each, the windows packed straight from the image into the product's panels); the input
+ * gradient multiplies by the transposed weights and folds the columns back (col2im, one kernel call).
  *
  * @module
  */
@@ -11,8 +11,8 @@ import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkInteger, checkOptions } from "../core/options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, type Tensor } from "../tensor.ts";
-import type { ConvWindowParams } from "../kernels/conv.ts";
+import { allocate, allocateOutput, type Tensor } from "../tensor.ts";
+import type { ConvProductParams, ConvWindowParams } from "../kernels/conv.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { addInto, checkF32, pair, sweepExtents, windowStride } from "./common.ts";
 import { matmul } from "./linalg.ts";
@@ -173,9 +173,19 @@ export function checkImage(op: string, x: Tensor): void {
   }
 }
 
+/** The seam's product parameters of a convolution of `shape` [N, C, H, W] into `outChannels` channels. */
+export function productParams(
+  shape: readonly number[],
+  geometry: WindowGeometry,
+  groups: number,
+  outChannels: number,
+): ConvProductParams {
+  return { ...windowParams(shape, geometry), groups, outChannels };
+}
+
 /**
- * The convolution proper: unfold, then weights [groups, O/groups, K] @ columns [N, groups, K, OH·OW] as one
- * batched matmul, viewed as [N, O, OH, OW]; the bias is added in place.
+ * The convolution proper: one implicit-GEMM kernel call (the windows packed straight from `x`, no column
+ * matrix) gives [N, O, OH, OW]; the bias is added in place.
  */
 function convolve(
   op: string,
@@ -186,15 +196,18 @@ function convolve(
 ): Tensor {
   const groups = x.shape[1] / weight.shape[1];
   const [n] = x.shape;
-  const [o, cg, kh, kw] = weight.shape;
+  const [o] = weight.shape;
   const [oh, ow] = geometry.output;
   return GradMode.noGrad(() => {
-    const columns = unfold(op, x, geometry);
-    const grouped = reshape(weight, [groups, o / groups, cg * kh * kw]);
-    const product = matmul(grouped, reshape(columns, [n, groups, cg * kh * kw, oh * ow]));
-    columns.dispose();
-    if (grouped.storage !== weight.storage) grouped.dispose();
-    const y = reshape(product, [n, o, oh, ow]);
+    const y = allocateOutput(op, [n, o, oh, ow], DType.F32);
+    kernels().convProduct(
+      productParams(x.shape, geometry, groups, o),
+      "forward",
+      y.operand(op),
+      weight.operand(op),
+      x.operand(op),
+      computeSettings(),
+    );
     if (bias !== undefined) addInto(op, y, reshape(bias, [o, 1, 1]));
     return y;
   });
