@@ -439,12 +439,34 @@ function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)
   const [o, cg] = weightShape;
   const [oh, ow] = g.shape.slice(2);
   const geometry = windowGeometry([kh, kw], [...stride], [...padding], [...dilation], [oh, ow]);
-  const k = cg * kh * kw;
-  const grouped = reshape(g, [n, groups, o / groups, oh * ow]);
   let dx: Tensor | null = null;
-  if (r.needsGrad(0)) {
+  const [dh, dw] = dilation;
+  if (r.needsGrad(0) && isStrideOne(stride) && groups === 1 && padding[0] <= dh * (kh - 1) &&
+    padding[1] <= dw * (kw - 1)) {
+    // The stride-1 convolution of g by the weights with in and out channels swapped and the taps flipped, as
+    // one implicit-GEMM call: each element one sum over (o, ky, kx) of the flipped taps, no column matrix.
+    const flipped = flip(flip(transpose(r.savedTensor(1), 0, 1), 2), 3);
+    const back = windowGeometry(
+      [kh, kw],
+      [1, 1],
+      [dh * (kh - 1) - padding[0], dw * (kw - 1) - padding[1]],
+      [dh, dw],
+      [input[2], input[3]],
+    );
+    dx = allocateOutput("backward", input, DType.F32);
+    kernels().convProduct(
+      productParams(g.shape, back, 1, c),
+      "forward",
+      dx.operand("backward"),
+      flipped.operand("backward"),
+      g.operand("backward"),
+      computeSettings(),
+    );
+  } else if (r.needsGrad(0)) {
+    // Strided or grouped: the columns Wᵀ·g, folded back by col2im.
+    const k = cg * kh * kw;
     const weightT = transpose(reshape(r.savedTensor(1), [groups, o / groups, k]), -1, -2);
-    const columns = matmul(weightT, grouped);
+    const columns = matmul(weightT, reshape(g, [n, groups, o / groups, oh * ow]));
     dx = fold("backward", reshape(columns, [n, c, kh, kw, oh, ow]), geometry, input);
   }
   let dWeight: Tensor | null = null;
@@ -467,6 +489,11 @@ function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)
   }
   if (r.inputs.length === 2) return [dx, dWeight];
   return [dx, dWeight, r.needsGrad(2) ? sum(g, [0, 2, 3]) : null];
+}
+
+/** Whether a window sweep steps by one along both axes. */
+function isStrideOne(stride: readonly [number, number]): boolean {
+  return stride[0] === 1 && stride[1] === 1;
 }
 
 /** `g` [N, O, OH, OW], or a contiguous copy when its OH and OW axes do not read as one flat axis. */
