@@ -441,8 +441,10 @@ function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)
   const geometry = windowGeometry([kh, kw], [...stride], [...padding], [...dilation], [oh, ow]);
   let dx: Tensor | null = null;
   const [dh, dw] = dilation;
-  if (r.needsGrad(0) && isStrideOne(stride) && groups === 1 && padding[0] <= dh * (kh - 1) &&
-    padding[1] <= dw * (kw - 1)) {
+  if (
+    r.needsGrad(0) && isStrideOne(stride) && groups === 1 && padding[0] <= dh * (kh - 1) &&
+    padding[1] <= dw * (kw - 1)
+  ) {
     // The stride-1 convolution of g by the weights with in and out channels swapped and the taps flipped, as
     // one implicit-GEMM call: each element one sum over (o, ky, kx) of the flipped taps, no column matrix.
     const flipped = flip(flip(transpose(r.savedTensor(1), 0, 1), 2), 3);

@@ -389,7 +389,8 @@ export function nativeConvProduct(
   const forward = kind === "forward";
   const flat = forward
     ? flattens(output, out.strides.slice(2, 4))
-    : flattens([c / params.groups, kh, kw], out.strides.slice(2, 5)) && flattens(output, a.strides.slice(2, 4));
+    : flattens([c / params.groups, kh, kw], out.strides.slice(2, 5)) &&
+      flattens(output, a.strides.slice(2, 4));
   if (!flat) {
     throw new RangeError(`convProduct (${kind}): the output's or gradient's trailing axes do not flatten`);
   }
