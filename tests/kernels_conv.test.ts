@@ -23,16 +23,20 @@ test("native convolution products equal the reference exactly (exact) or within 
   assert.deepEqual(report.failures, []);
 });
 
-test("every variant the host runs passes the im2col/col2im and product conformance when forced with ZIGTENSOR_ISA", () => {
-  for (
-    const { report } of isaReports<ConvConformanceReport>(
-      new URL("./children/conv_child.ts", import.meta.url),
-    )
-  ) {
-    assert.equal(report.cases, 30 * 2 * 4 + convProductCases(20, [1, 2, 3, 4], true));
-    assert.deepEqual(report.failures, []);
-  }
-});
+test(
+  "every variant the host runs passes the im2col/col2im and product conformance when forced with ZIGTENSOR_ISA",
+  { timeout: 120_000 },
+  () => {
+    for (
+      const { report } of isaReports<ConvConformanceReport>(
+        new URL("./children/conv_child.ts", import.meta.url),
+      )
+    ) {
+      assert.equal(report.cases, 30 * 2 * 4 + convProductCases(20, [1, 2, 3, 4], true));
+      assert.deepEqual(report.failures, []);
+    }
+  },
+);
 
 test("im2col by hand: zeros in the padding; col2im counts the windows covering each pixel", () => {
   const pool = new OperandPool();
