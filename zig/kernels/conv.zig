@@ -8,6 +8,10 @@
 //! Argument block: shape [N, C, KH, KW, OH, OW]; args.op 0 im2col (operand 0 the columns' strides over the six
 //! axes, operand 1 the image's over N, C, H, W), 1 col2im (operand 0 the image's, operand 1 the columns');
 //! ints: strideH, strideW, padH, padW, dilationH, dilationW, H, W.
+//!
+//! `productF32` is convolution as an implicit GEMM: the same windows, never stored, packed from the image
+//! straight into the panels of `gemm.zig` (`Gemm.multiplyFrom`), for the forward pass and for each image's
+//! weight gradient; the sums are the matmul's, so exact mode equals im2col followed by the matmul.
 const std = @import("std");
 const abi = @import("../abi.zig");
 const table = @import("table.zig");
