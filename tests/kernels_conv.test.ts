@@ -1,6 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { type ConvConformanceReport, runConvConformance } from "./helpers/conv_operands.ts";
+import {
+  type ConvConformanceReport,
+  convProductCases,
+  runConvConformance,
+  runConvProductConformance,
+} from "./helpers/conv_operands.ts";
 import { isaReports } from "./helpers/subprocess.ts";
 import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "../src/kernels/conv.ts";
 import type { ConvWindowParams } from "../src/kernels/conv.ts";
@@ -12,16 +17,30 @@ test("native im2col and col2im equal the reference exactly over random geometrie
   assert.deepEqual(report.failures, []);
 });
 
-test("every variant the host runs passes the im2col/col2im conformance when forced with ZIGTENSOR_ISA", () => {
-  for (
-    const { report } of isaReports<ConvConformanceReport>(
-      new URL("./children/conv_child.ts", import.meta.url),
-    )
-  ) {
-    assert.equal(report.cases, 30 * 2 * 4);
+test(
+  "native convolution products equal the reference exactly (exact) or within the matmul bound (fast), 1-4 threads",
+  { timeout: 120_000 },
+  () => {
+    const report = runConvProductConformance(40, 9, [1, 2, 3, 4], true);
+    assert.equal(report.cases, convProductCases(40, [1, 2, 3, 4], true));
     assert.deepEqual(report.failures, []);
-  }
-});
+  },
+);
+
+test(
+  "every variant the host runs passes the im2col/col2im and product conformance when forced with ZIGTENSOR_ISA",
+  { timeout: 120_000 },
+  () => {
+    for (
+      const { report } of isaReports<ConvConformanceReport>(
+        new URL("./children/conv_child.ts", import.meta.url),
+      )
+    ) {
+      assert.equal(report.cases, 30 * 2 * 4 + convProductCases(20, [1, 2, 3, 4], true));
+      assert.deepEqual(report.failures, []);
+    }
+  },
+);
 
 test("im2col by hand: zeros in the padding; col2im counts the windows covering each pixel", () => {
   const pool = new OperandPool();

@@ -234,6 +234,13 @@ export fn zt_conv_fold_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const
     dispatch.active().gemm.conv_fold_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a));
 }
 
+/// Convolution as an implicit GEMM (zig/kernels/conv.zig `productF32` documents the argument block): args.op 0
+/// forward (out, weight, image), 1 per-image weight gradient (out, gradient, image). Returns 0, or
+/// `Status.out_of_memory` before writing anything.
+export fn zt_conv_product_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque, image: *const anyopaque) i32 {
+    return dispatch.active().gemm.conv_product_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(image));
+}
+
 // Optimizers
 
 /// One optimizer update over a contiguous f32 parameter (zig/kernels/optim.zig documents the argument block);

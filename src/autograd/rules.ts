@@ -6,17 +6,28 @@
  * @module
  */
 import { DType } from "../core/dtype.ts";
+import { computeSettings, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, dtypeOf, offsetOf, rankOf, shapeOf, stridesOf, type Tensor } from "../tensor.ts";
+import {
+  allocate,
+  allocateOutput,
+  dtypeOf,
+  offsetOf,
+  operandOf,
+  rankOf,
+  shapeOf,
+  stridesOf,
+  type Tensor,
+} from "../tensor.ts";
 import { add, div, eq, gt, log, lt, mul, neg, pow, sub } from "../ops/elementwise.ts";
 import { ge, le, minimum, sigmoid, where } from "../ops/elementwise.ts";
 import { matmul } from "../ops/linalg.ts";
 import { prod, sum } from "../ops/reduce.ts";
 import { cumsum, gather, scatterAdd } from "../ops/indexing.ts";
 import { expand, flip, permute, reshape, select, slice, transpose, viewOf } from "../ops/views.ts";
-import { cast, copyInto } from "../ops/copy.ts";
+import { cast, contiguous, copyInto } from "../ops/copy.ts";
 import { erf, exp } from "../ops/elementwise.ts";
-import { conv2d, fold, unfold, type WindowGeometry } from "../ops/conv.ts";
+import { conv2d, fold, productParams, unfold, type WindowGeometry } from "../ops/conv.ts";
 import { ctcLossBackward, gruBackward, lstmBackward } from "../ops/sequence.ts";
 import { classLossBackward } from "../ops/losses.ts";
 import { maxPool2dBackward } from "../ops/pool.ts";
@@ -438,22 +449,70 @@ function conv2dBackward(r: BackwardRecord<"Conv2d">, g: Tensor): (Tensor | null)
   const [o, cg] = weightShape;
   const [oh, ow] = shapeOf(g).slice(2);
   const geometry = windowGeometry([kh, kw], [...stride], [...padding], [...dilation], [oh, ow]);
-  const k = cg * kh * kw;
-  const grouped = reshape(g, [n, groups, o / groups, oh * ow]);
   let dx: Tensor | null = null;
-  if (r.needsGrad(0)) {
+  const [dh, dw] = dilation;
+  if (
+    r.needsGrad(0) && isStrideOne(stride) && groups === 1 && padding[0] <= dh * (kh - 1) &&
+    padding[1] <= dw * (kw - 1)
+  ) {
+    // The stride-1 convolution of g by the weights with in and out channels swapped and the taps flipped, as
+    // one implicit-GEMM call: each element one sum over (o, ky, kx) of the flipped taps, no column matrix.
+    const flipped = flip(flip(transpose(r.savedTensor(1), 0, 1), 2), 3);
+    const back = windowGeometry(
+      [kh, kw],
+      [1, 1],
+      [dh * (kh - 1) - padding[0], dw * (kw - 1) - padding[1]],
+      [dh, dw],
+      [input[2], input[3]],
+    );
+    dx = allocateOutput("backward", input, DType.F32);
+    kernels().convProduct(
+      productParams(shapeOf(g), back, 1, c),
+      "forward",
+      operandOf(dx, "backward"),
+      operandOf(flipped, "backward"),
+      operandOf(g, "backward"),
+      computeSettings(),
+    );
+  } else if (r.needsGrad(0)) {
+    // Strided or grouped: the columns Wᵀ·g, folded back by col2im.
+    const k = cg * kh * kw;
     const weightT = transpose(reshape(r.savedTensor(1), [groups, o / groups, k]), -1, -2);
-    const columns = matmul(weightT, grouped);
+    const columns = matmul(weightT, reshape(g, [n, groups, o / groups, oh * ow]));
     dx = fold("backward", reshape(columns, [n, c, kh, kw, oh, ow]), geometry, input);
   }
   let dWeight: Tensor | null = null;
   if (r.needsGrad(1)) {
-    const columns = unfold("backward", r.savedTensor(0), geometry);
-    const perImage = matmul(grouped, transpose(reshape(columns, [n, groups, k, oh * ow]), -1, -2));
-    dWeight = reshape(sum(perImage, 0), weightShape);
+    // Each image's weight gradient by one implicit-GEMM call (no column matrix), then the sum over images.
+    const x = r.savedTensor(0);
+    const gradient = convGradientOperand(g);
+    const perImage = allocateOutput("backward", [n, o, cg, kh, kw], DType.F32);
+    kernels().convProduct(
+      productParams(shapeOf(x), geometry, groups, o),
+      "weight",
+      operandOf(perImage, "backward"),
+      operandOf(gradient, "backward"),
+      operandOf(x, "backward"),
+      computeSettings(),
+    );
+    if (gradient !== g) gradient.dispose();
+    dWeight = sum(perImage, 0);
+    perImage.dispose();
   }
   if (r.inputs.length === 2) return [dx, dWeight];
   return [dx, dWeight, r.needsGrad(2) ? sum(g, [0, 2, 3]) : null];
+}
+
+/** Whether a window sweep steps by one along both axes. */
+function isStrideOne(stride: readonly [number, number]): boolean {
+  return stride[0] === 1 && stride[1] === 1;
+}
+
+/** `g` [N, O, OH, OW], or a contiguous copy when its OH and OW axes do not read as one flat axis. */
+function convGradientOperand(g: Tensor): Tensor {
+  const [oh, ow] = shapeOf(g).slice(2);
+  const flat = oh === 1 || ow === 1 || stridesOf(g)[2] === stridesOf(g)[3] * ow;
+  return flat ? g : contiguous(g);
 }
 
 function convTranspose2dBackward(r: BackwardRecord<"ConvTranspose2d">, g: Tensor): (Tensor | null)[] {

@@ -11,7 +11,8 @@
  */
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
-import type { ComputeSettings, KernelOperand } from "./types.ts";
+import { Status } from "../native/symbols.ts";
+import { type ComputeSettings, type KernelOperand, MODE_CODE } from "./types.ts";
 
 /** The geometry of a convolution's window sweep over an NCHW image; strides and dilations are positive. */
 export interface ConvWindowParams {
@@ -29,7 +30,22 @@ export interface ConvWindowParams {
   readonly output: readonly [number, number];
 }
 
-/** im2col and col2im through the kernel seam. */
+/** A convolution's product: the window geometry, the channel groups and the output channels O. */
+export interface ConvProductParams extends ConvWindowParams {
+  /** Input and output channels split into this many independent groups (dividing C and O). */
+  readonly groups: number;
+  /** Output channels O. */
+  readonly outChannels: number;
+}
+
+/**
+ * Which product `convProduct` computes: `"forward"`, out [N, O, OH, OW] = the weights [O, C/groups, KH, KW]
+ * times the windows (a convolution); `"weight"`, out [N, O, C/groups, KH, KW] = the output gradient
+ * [N, O, OH, OW] times the windows' transpose (each image's weight gradient).
+ */
+export type ConvProductKind = "forward" | "weight";
+
+/** im2col, col2im and the implicit convolution products through the kernel seam. */
 export interface ConvKernels {
   /** columns [N, C, KH, KW, OH, OW] = the windows of `image` [N, C, H, W]; zeros outside the image. */
   im2col(
@@ -43,6 +59,21 @@ export interface ConvKernels {
     params: ConvWindowParams,
     image: KernelOperand,
     columns: KernelOperand,
+    settings: ComputeSettings,
+  ): void;
+  /**
+   * A convolution's product with the columns of `image` [N, C, H, W] (see `ConvProductKind`): each element the
+   * matmul's sum (f64 in ascending order, rounded once, in exact mode) over (c, ky, kx) for `"forward"` or
+   * (oy, ox) for `"weight"`, as `im2col` followed by `matMul` would give it. `a` is the weights or the output
+   * gradient; `out` and, for `"weight"`, `a` must have their trailing axes (OH, OW or C/groups, KH, KW)
+   * flatten to one stride.
+   */
+  convProduct(
+    params: ConvProductParams,
+    kind: ConvProductKind,
+    out: KernelOperand,
+    a: KernelOperand,
+    image: KernelOperand,
     settings: ComputeSettings,
   ): void;
 }
@@ -235,4 +266,150 @@ export function nativeCol2im(
   settings: ComputeSettings,
 ): void {
   nativeFold(1, params, image, columns, settings);
+}
+
+/**
+ * The reference convolution product: the reference im2col of `image` into a scratch column matrix, then for
+ * every output element an f64 sum of products in ascending order (each product of two f32 values is exact in
+ * f64), rounded to f32 once; `settings` is ignored, as for the reference matmul.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { referenceConvProduct } from "./conv.ts";
+ * import type { KernelOperand } from "./types.ts";
+ * import type { NativePointer } from "../native/symbols.ts";
+ * const operand = (data: Float32Array, strides: number[]): KernelOperand =>
+ *   ({ pointer: null as unknown as NativePointer, data, offset: 0, strides });
+ * // The image [1, 2, 3] by the kernel [1, 10]: two windows.
+ * const out = new Float32Array(2);
+ * const params = { input: [1, 1, 1, 3], kernel: [1, 2], stride: [1, 1], padding: [0, 0], dilation: [1, 1], output: [1, 2], groups: 1, outChannels: 1 } as const;
+ * referenceConvProduct(params, "forward", operand(out, [2, 2, 2, 1]), operand(new Float32Array([1, 10]), [2, 2, 2, 1]), operand(new Float32Array([1, 2, 3]), [3, 3, 3, 1]), { mode: "exact", threads: 1 });
+ * assert.ok(out.join() === "21,32");
+ * ```
+ */
+export function referenceConvProduct(
+  params: ConvProductParams,
+  kind: ConvProductKind,
+  out: KernelOperand,
+  a: KernelOperand,
+  image: KernelOperand,
+  settings: ComputeSettings,
+): void {
+  const [n, c] = params.input;
+  const [kh, kw] = params.kernel;
+  const [oh, ow] = params.output;
+  const { groups, outChannels } = params;
+  const cg = c / groups;
+  const og = outChannels / groups;
+  const taps = cg * kh * kw;
+  const positions = oh * ow;
+  const columns = new Float32Array(n * c * kh * kw * positions);
+  const columnStrides = [c * kh * kw * positions, kh * kw * positions, kw * positions, positions, ow, 1];
+  const scratch = { pointer: image.pointer, data: columns, offset: 0, strides: columnStrides };
+  referenceIm2col(params, scratch, image, settings);
+  const od = out.data as Float32Array;
+  const ad = a.data as Float32Array;
+  for (let ni = 0; ni < n; ni++) {
+    for (let oc = 0; oc < outChannels; oc++) {
+      // The group's columns [K, P] of image ni, K = (c, ky, kx) over its channels.
+      const block = ni * columnStrides[0] + Math.floor(oc / og) * cg * columnStrides[1];
+      if (kind === "forward") {
+        for (let p = 0; p < positions; p++) {
+          let sum = 0;
+          for (let k = 0; k < taps; k++) {
+            const [ci, ky, kx] = [Math.floor(k / (kh * kw)), Math.floor(k / kw) % kh, k % kw];
+            sum += ad[offsetOf(a, [oc, ci, ky, kx])] * columns[block + k * positions + p];
+          }
+          od[offsetOf(out, [ni, oc, Math.floor(p / ow), p % ow])] = sum;
+        }
+      } else {
+        for (let k = 0; k < taps; k++) {
+          let sum = 0;
+          for (let p = 0; p < positions; p++) {
+            sum += ad[offsetOf(a, [ni, oc, Math.floor(p / ow), p % ow])] * columns[block + k * positions + p];
+          }
+          const [ci, ky, kx] = [Math.floor(k / (kh * kw)), Math.floor(k / kw) % kh, k % kw];
+          od[offsetOf(out, [ni, oc, ci, ky, kx])] = sum;
+        }
+      }
+    }
+  }
+}
+
+/** Whether axes of `extents` and `strides` read as one flat axis (extent-1 axes skipped). */
+function flattens(extents: readonly number[], strides: readonly number[]): boolean {
+  let step: number | undefined;
+  let span = 1;
+  for (let axis = extents.length - 1; axis >= 0; axis--) {
+    if (extents[axis] === 1) continue;
+    if (step !== undefined && strides[axis] !== step * span) return false;
+    step ??= strides[axis];
+    span *= extents[axis];
+  }
+  return true;
+}
+
+/**
+ * The native convolution product (`zt_conv_product_f32`): the windows are packed from the image straight into
+ * the GEMM's panels, so no column matrix is written; exact mode gives the reference's bits on every ISA and
+ * thread count, fast mode is within `fastMatMulBound` of it (K the sum's length). Throws a `RangeError` when
+ * `out` or `a` does not flatten as `convProduct` requires, or when the panels cannot be allocated, before
+ * writing anything.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nativeConvProduct } from "./conv.ts";
+ * import { native } from "../native/library.ts";
+ * import { ffi } from "../native/runtime.ts";
+ * import type { KernelOperand } from "./types.ts";
+ * // One native block: the image [1, 2, 3] at 0, the kernel [1, 10] at 4, two outputs at 8.
+ * const pointer = native.zt_pool_rent(48, 0)!;
+ * const data = new Float32Array(ffi.arrayBuffer(pointer, 48));
+ * data.set([1, 2, 3, 0, 1, 10]);
+ * const at = (offset: number, strides: number[]): KernelOperand => ({ pointer, data, offset, strides });
+ * const params = { input: [1, 1, 1, 3], kernel: [1, 2], stride: [1, 1], padding: [0, 0], dilation: [1, 1], output: [1, 2], groups: 1, outChannels: 1 } as const;
+ * nativeConvProduct(params, "forward", at(8, [2, 2, 2, 1]), at(4, [2, 2, 2, 1]), at(0, [3, 3, 3, 1]), { mode: "exact", threads: 1 });
+ * assert.ok(data.subarray(8, 10).join() === "21,32");
+ * native.zt_pool_release(pointer, 48);
+ * ```
+ */
+export function nativeConvProduct(
+  params: ConvProductParams,
+  kind: ConvProductKind,
+  out: KernelOperand,
+  a: KernelOperand,
+  image: KernelOperand,
+  settings: ComputeSettings,
+): void {
+  const [n, c, h, w] = params.input;
+  const [kh, kw] = params.kernel;
+  const output = params.output;
+  const forward = kind === "forward";
+  const flat = forward
+    ? flattens(output, out.strides.slice(2, 4))
+    : flattens([c / params.groups, kh, kw], out.strides.slice(2, 5)) &&
+      flattens(output, a.strides.slice(2, 4));
+  if (!flat) {
+    throw new RangeError(`convProduct (${kind}): the output's or gradient's trailing axes do not flatten`);
+  }
+  args.shape([n, c, kh, kw, output[0], output[1]])
+    .operand(0, out.offset, out.strides)
+    .operand(1, a.offset, a.strides)
+    .operand(2, image.offset, image.strides)
+    .op(forward ? 0 : 1, MODE_CODE[settings.mode], settings.threads)
+    .int(0, params.stride[0])
+    .int(1, params.stride[1])
+    .int(2, params.padding[0])
+    .int(3, params.padding[1])
+    .int(4, params.dilation[0])
+    .int(5, params.dilation[1])
+    .int(6, h)
+    .int(7, w)
+    .int(8, params.groups)
+    .int(9, params.outChannels);
+  if (native.zt_conv_product_f32(args.pointer, out.pointer, a.pointer, image.pointer) !== Status.ok) {
+    throw new RangeError(`convProduct (${kind}): out of native memory for the packing buffers`);
+  }
 }

@@ -25,7 +25,14 @@ import { nativeCtc, referenceCtc } from "./ctc.ts";
 import { nativeNll, referenceNll } from "./nll.ts";
 import { nativeRnnCell, referenceRnnCell } from "./rnn.ts";
 import { nativePackedMatMul, referencePackedMatMul } from "./matmul.ts";
-import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./conv.ts";
+import {
+  nativeCol2im,
+  nativeConvProduct,
+  nativeIm2col,
+  referenceCol2im,
+  referenceConvProduct,
+  referenceIm2col,
+} from "./conv.ts";
 import { nativeSelect, referenceSelect } from "./select.ts";
 import { nativeNorm, nativeNormBackward, referenceNorm, referenceNormBackward } from "./norm.ts";
 import { nativeIntegerKernels, referenceIntegerKernels } from "./integer.ts";
@@ -68,6 +75,7 @@ export const nativeKernels: KernelSet = {
   packedMatMul: nativePackedMatMul,
   im2col: nativeIm2col,
   col2im: nativeCol2im,
+  convProduct: nativeConvProduct,
   select: nativeSelect,
   norm: nativeNorm,
   normBackward: nativeNormBackward,
@@ -109,6 +117,7 @@ export const referenceKernels: KernelSet = {
   packedMatMul: referencePackedMatMul,
   im2col: referenceIm2col,
   col2im: referenceCol2im,
+  convProduct: referenceConvProduct,
   select: referenceSelect,
   norm: referenceNorm,
   normBackward: referenceNormBackward,

@@ -66,6 +66,7 @@ export const symbols = {
   zt_matmul_pack_b_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
   zt_matmul_packed_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
   zt_conv_fold_f32: { parameters: ["ptr", "ptr", "ptr"], result: "void" },
+  zt_conv_product_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
   zt_optim_step_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "void" },
   zt_index_f32: { parameters: ["ptr", "ptr", "ptr", "ptr"], result: "i32" },
   zt_nll_f32: { parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], result: "i32" },

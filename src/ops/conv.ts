@@ -1,8 +1,8 @@
 /**
  * 2-D convolution over NCHW tensors (and conv1d, convTranspose2d on top of it), built from the seam's kernels
- * only, so the reference kernel set runs them too. Convolution unfolds the windows (im2col, one kernel call that
- * also pads) and multiplies by the weights as a batched matmul; its backward pass folds columns back (col2im,
- * one kernel call).
+ * only, so the reference kernel set runs them too. Convolution and its weight gradient are implicit GEMMs (one
+ * `convProduct` call each, the windows packed straight from the image into the product's panels); the input
+ * gradient multiplies by the transposed weights and folds the columns back (col2im, one kernel call).
  *
  * @module
  */
@@ -11,8 +11,16 @@ import { OptionError, TensorShapeError } from "../core/errors.ts";
 import { checkInteger, checkOptions } from "../core/options.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { formatShape } from "../core/shape.ts";
-import { allocate, operandOf, rankOf, requiresGradOf, shapeOf, storageOf, type Tensor } from "../tensor.ts";
-import type { ConvWindowParams } from "../kernels/conv.ts";
+import {
+  allocate,
+  allocateOutput,
+  operandOf,
+  rankOf,
+  requiresGradOf,
+  shapeOf,
+  type Tensor,
+} from "../tensor.ts";
+import type { ConvProductParams, ConvWindowParams } from "../kernels/conv.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
 import { addInto, checkF32, pair, sweepExtents, windowStride } from "./common.ts";
 import { matmul } from "./linalg.ts";
@@ -178,9 +186,19 @@ export function checkImage(op: string, x: Tensor): void {
   }
 }
 
+/** The seam's product parameters of a convolution of `shape` [N, C, H, W] into `outChannels` channels. */
+export function productParams(
+  shape: readonly number[],
+  geometry: WindowGeometry,
+  groups: number,
+  outChannels: number,
+): ConvProductParams {
+  return { ...windowParams(shape, geometry), groups, outChannels };
+}
+
 /**
- * The convolution proper: unfold, then weights [groups, O/groups, K] @ columns [N, groups, K, OH·OW] as one
- * batched matmul, viewed as [N, O, OH, OW]; the bias is added in place.
+ * The convolution proper: one implicit-GEMM kernel call (the windows packed straight from `x`, no column
+ * matrix) gives [N, O, OH, OW]; the bias is added in place.
  */
 function convolve(
   op: string,
@@ -191,15 +209,18 @@ function convolve(
 ): Tensor {
   const groups = shapeOf(x)[1] / shapeOf(weight)[1];
   const [n] = shapeOf(x);
-  const [o, cg, kh, kw] = shapeOf(weight);
+  const [o] = shapeOf(weight);
   const [oh, ow] = geometry.output;
   return GradMode.noGrad(() => {
-    const columns = unfold(op, x, geometry);
-    const grouped = reshape(weight, [groups, o / groups, cg * kh * kw]);
-    const product = matmul(grouped, reshape(columns, [n, groups, cg * kh * kw, oh * ow]));
-    columns.dispose();
-    if (storageOf(grouped) !== storageOf(weight)) grouped.dispose();
-    const y = reshape(product, [n, o, oh, ow]);
+    const y = allocateOutput(op, [n, o, oh, ow], DType.F32);
+    kernels().convProduct(
+      productParams(shapeOf(x), geometry, groups, o),
+      "forward",
+      operandOf(y, op),
+      operandOf(weight, op),
+      operandOf(x, op),
+      computeSettings(),
+    );
     if (bias !== undefined) addInto(op, y, reshape(bias, [o, 1, 1]));
     return y;
   });

@@ -8,10 +8,15 @@
 //! Argument block: shape [N, C, KH, KW, OH, OW]; args.op 0 im2col (operand 0 the columns' strides over the six
 //! axes, operand 1 the image's over N, C, H, W), 1 col2im (operand 0 the image's, operand 1 the columns');
 //! ints: strideH, strideW, padH, padW, dilationH, dilationW, H, W.
+//!
+//! `productF32` is convolution as an implicit GEMM: the same windows, never stored, packed from the image
+//! straight into the panels of `gemm.zig` (`Gemm.multiplyFrom`), for the forward pass and for each image's
+//! weight gradient; the sums are the matmul's, so exact mode equals im2col followed by the matmul.
 const std = @import("std");
 const abi = @import("../abi.zig");
 const table = @import("table.zig");
 const ew = @import("elementwise.zig");
+const gemm = @import("gemm.zig");
 
 /// im2col or col2im (args.op 0 or 1); operands 0 and 1 are out and a.
 pub const FoldFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8) callconv(.c) void;
@@ -192,6 +197,341 @@ pub fn foldF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, 
         const cost = per_plane + @as(usize, @intCast(g.size[0] * g.size[1]));
         ew.parallelRange(rt, args.threads, g.n * g.c, @max(2, ew.parallel_min_elements / @max(1, cost)), 1, &work);
     }
+}
+
+/// A convolution's implicit product (args.op 0 forward, 1 weight gradient); operands 0, 1, 2 are out, a and
+/// the image.
+pub const ProductFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, image: [*]const u8) callconv(.c) i32;
+
+/// The stride of axes with `extents` and `strides` read as one flat axis, or null when they do not flatten
+/// (extent-1 axes are skipped; an empty or all-1 run flattens with stride 1).
+fn flatStride(extents: []const usize, strides: []const i32) ?isize {
+    var inner: ?isize = null;
+    var span: isize = 1;
+    var axis = extents.len;
+    while (axis > 0) {
+        axis -= 1;
+        if (extents[axis] == 1) continue;
+        const s: isize = strides[axis];
+        if (inner) |step| {
+            if (s != step * span) return null;
+        } else inner = s;
+        span *= @intCast(extents[axis]);
+    }
+    return inner orelse 1;
+}
+
+/// The column matrix of one image and group, never stored: element (k, p) with k = (c, ky, kx) over the
+/// group's channels and p = (oy, ox) is im2col's column value (zero in the padding).
+const Windows = struct {
+    g: Geometry,
+    image: [*]const f32,
+    xs: [4]isize,
+    /// The image offset of the group's first channel of image n.
+    plane: isize,
+
+    const Tap = struct { base: isize, ky: usize, kx: usize, ys: [2]usize, xr: [2]usize };
+
+    fn tap(w: *const Windows, k: usize) Tap {
+        const g = &w.g;
+        const kx = k % g.kernel[1];
+        const ky = (k / g.kernel[1]) % g.kernel[0];
+        const c = k / g.kernel[1] / g.kernel[0];
+        return .{ .base = w.plane + @as(isize, @intCast(c)) * w.xs[1], .ky = ky, .kx = kx, .ys = g.valid(0, ky), .xr = g.valid(1, kx) };
+    }
+
+    /// Writes elements (k, p0..p0 + count) of tap `t`'s row to dst[j·step], converted to T.
+    fn row(w: *const Windows, comptime T: type, t: Tap, p0: usize, count: usize, dst: [*]T, step: usize) void {
+        const g = &w.g;
+        const ow = g.output[1];
+        var oy = p0 / ow;
+        var ox = p0 % ow;
+        var j: usize = 0;
+        while (j < count) {
+            const seg = @min(ow - ox, count - j);
+            const end = ox + seg;
+            if (oy >= t.ys[0] and oy < t.ys[1]) {
+                const lo = std.math.clamp(t.xr[0], ox, end);
+                const hi = std.math.clamp(t.xr[1], lo, end);
+                for (ox..lo) |x| dst[(j + x - ox) * step] = 0;
+                const in_step = g.stride[1] * w.xs[3];
+                const from = t.base + g.source(0, oy, t.ky) * w.xs[2] + g.source(1, lo, t.kx) * w.xs[3];
+                if (in_step == 1 and step == 1) {
+                    const src = ew.at([*]const f32, w.image, from);
+                    const out = dst + j + lo - ox;
+                    for (0..hi - lo) |i| out[i] = src[i];
+                } else {
+                    var at = from;
+                    for (lo..hi) |x| {
+                        dst[(j + x - ox) * step] = ew.at([*]const f32, w.image, at)[0];
+                        at += in_step;
+                    }
+                }
+                for (hi..end) |x| dst[(j + x - ox) * step] = 0;
+            } else {
+                for (0..seg) |i| dst[(j + i) * step] = 0;
+            }
+            j += seg;
+            ox = 0;
+            oy += 1;
+        }
+    }
+};
+
+/// The packers of one product of `Product`: `m0`, `n0` place a task's block inside the whole product.
+fn Sources(comptime T: type) type {
+    const G = gemm.Gemm(T);
+    return struct {
+        /// Forward: A the group's weights [O/groups, K] (any strides over O, C/groups, KH, KW), B the windows.
+        const Forward = struct {
+            windows: Windows,
+            weight: [*]const f32,
+            w_off: isize,
+            ws: [4]isize,
+            m0: usize,
+            n0: usize,
+
+            pub fn packA(f: *const Forward, ic: usize, mc: usize, pc: usize, kc: usize, dst: [*]T) void {
+                const g = &f.windows.g;
+                var ir: usize = 0;
+                while (ir < mc) : (ir += G.mr) {
+                    const rows = @min(G.mr, mc - ir);
+                    const panel = dst + ir * kc;
+                    const first: isize = @intCast(f.m0 + ic + ir);
+                    for (0..kc) |p| {
+                        const k = pc + p;
+                        const kx = k % g.kernel[1];
+                        const ky = (k / g.kernel[1]) % g.kernel[0];
+                        const c = k / g.kernel[1] / g.kernel[0];
+                        const at = f.w_off + first * f.ws[0] + @as(isize, @intCast(c)) * f.ws[1] + @as(isize, @intCast(ky)) * f.ws[2] + @as(isize, @intCast(kx)) * f.ws[3];
+                        for (0..G.mr) |i| {
+                            panel[p * G.mr + i] = if (i < rows) ew.at([*]const f32, f.weight, at + @as(isize, @intCast(i)) * f.ws[0])[0] else 0;
+                        }
+                    }
+                }
+            }
+
+            pub fn packB(f: *const Forward, pc: usize, kc: usize, jc: usize, nc: usize, dst: [*]T) void {
+                for (0..kc) |p| {
+                    const t = f.windows.tap(pc + p);
+                    var jr: usize = 0;
+                    while (jr < nc) : (jr += G.nr) {
+                        const cols = @min(G.nr, nc - jr);
+                        const out = dst + jr * kc + p * G.nr;
+                        f.windows.row(T, t, f.n0 + jc + jr, cols, out, 1);
+                        for (cols..G.nr) |j| out[j] = 0;
+                    }
+                }
+            }
+        };
+
+        /// Weight gradient, transposed: A the windows [K, P], B the gradient's transpose [P, O/groups].
+        const Weight = struct {
+            windows: Windows,
+            grad: [*]const f32,
+            /// The gradient's offset of (image, first output channel of the group), its flat stride over P
+            /// and its stride over the output channels.
+            g_off: isize,
+            rs_g: isize,
+            cs_g: isize,
+            m0: usize,
+            n0: usize,
+
+            pub fn packA(f: *const Weight, ic: usize, mc: usize, pc: usize, kc: usize, dst: [*]T) void {
+                var ir: usize = 0;
+                while (ir < mc) : (ir += G.mr) {
+                    const rows = @min(G.mr, mc - ir);
+                    const panel = dst + ir * kc;
+                    for (0..G.mr) |i| {
+                        if (i < rows) {
+                            f.windows.row(T, f.windows.tap(f.m0 + ic + ir + i), pc, kc, panel + i, G.mr);
+                        } else {
+                            for (0..kc) |p| panel[p * G.mr + i] = 0;
+                        }
+                    }
+                }
+            }
+
+            pub fn packB(f: *const Weight, pc: usize, kc: usize, jc: usize, nc: usize, dst: [*]T) void {
+                const at = f.g_off + @as(isize, @intCast(pc)) * f.rs_g + @as(isize, @intCast(f.n0 + jc)) * f.cs_g;
+                G.packB(kc, nc, ew.at([*]const f32, f.grad, at), f.rs_g, f.cs_g, dst);
+            }
+        };
+    };
+}
+
+/// The geometry and operands of one `productF32` call, split as a batched matmul over (image, group).
+const Product = struct {
+    g: Geometry,
+    forward: bool,
+    groups: usize,
+    /// Output channels per group, channels per group, taps per output (K = cg·KH·KW) and outputs per image.
+    og: usize,
+    cg: usize,
+    k: usize,
+    positions: usize,
+    out: [*]f32,
+    a: [*]const f32,
+    image: [*]const f32,
+    ops: *const [abi.max_operands]abi.Operand,
+    /// Flat strides: the output's over P (forward) or K (weight), the gradient's over P (weight).
+    out_flat: isize,
+    a_flat: isize,
+
+    /// The product's extents M×N deep K: forward [og, P] = W·cols; weight [K, og] = cols·gᵀ.
+    fn dims(p: *const Product) [3]usize {
+        return if (p.forward) .{ p.og, p.positions, p.k } else .{ p.k, p.og, p.positions };
+    }
+
+    fn windows(p: *const Product, n: usize, group: usize) Windows {
+        const xs = p.ops[2].strides;
+        return .{
+            .g = p.g,
+            .image = p.image,
+            .xs = .{ xs[0], xs[1], xs[2], xs[3] },
+            .plane = offset(&p.ops[2], &.{ n, group * p.cg }),
+        };
+    }
+};
+
+fn ProductJob(comptime T: type) type {
+    const G = gemm.Gemm(T);
+    const S = Sources(T);
+    return struct {
+        product: *const Product,
+        plan: gemm.Plan,
+        region_bytes: [3]usize,
+        memory: [*]u8,
+
+        fn run(context: *anyopaque, task: u32) callconv(.c) void {
+            const job: *const @This() = @ptrCast(@alignCast(context));
+            const p = job.product;
+            const plan = job.plan;
+            const d = p.dims();
+            const task_bytes = job.region_bytes[0] + job.region_bytes[1] + job.region_bytes[2];
+            const base = job.memory + task * task_bytes;
+            const ws: gemm.Workspace(T) = .{
+                .a_pack = @ptrCast(@alignCast(base)),
+                .b_pack = @ptrCast(@alignCast(base + job.region_bytes[0])),
+                .partial = @ptrCast(@alignCast(base + job.region_bytes[0] + job.region_bytes[1])),
+                .partial_row_tiles = (@min(G.sizes.nc, @min(plan.n_step, d[1])) + G.nr - 1) / G.nr,
+            };
+            const os = p.ops[0].strides;
+            const first = task * plan.items / plan.tasks;
+            const end = (task + 1) * plan.items / plan.tasks;
+            for (first..end) |item| {
+                const per_matrix = plan.m_parts * plan.n_parts;
+                const index = item / per_matrix;
+                const n = index / p.groups;
+                const group = index % p.groups;
+                const m0 = item % per_matrix / plan.n_parts * plan.m_step;
+                const n0 = item % plan.n_parts * plan.n_step;
+                const m = @min(plan.m_step, d[0] - m0);
+                const cols = @min(plan.n_step, d[1] - n0);
+                const corner = offset(&p.ops[0], &.{ n, group * p.og });
+                const windows = p.windows(n, group);
+                if (p.forward) {
+                    const ws_a = p.ops[1].strides;
+                    const source: S.Forward = .{
+                        .windows = windows,
+                        .weight = p.a,
+                        .w_off = offset(&p.ops[1], &.{group * p.og}),
+                        .ws = .{ ws_a[0], ws_a[1], ws_a[2], ws_a[3] },
+                        .m0 = m0,
+                        .n0 = n0,
+                    };
+                    const rs_c: isize = os[1];
+                    const c = ew.at([*]f32, p.out, corner + @as(isize, @intCast(m0)) * rs_c + @as(isize, @intCast(n0)) * p.out_flat);
+                    G.multiplyFrom(&source, m, cols, d[2], c, rs_c, p.out_flat, ws);
+                } else {
+                    const source: S.Weight = .{
+                        .windows = windows,
+                        .grad = p.a,
+                        .g_off = offset(&p.ops[1], &.{ n, group * p.og }),
+                        .rs_g = p.a_flat,
+                        .cs_g = p.ops[1].strides[1],
+                        .m0 = m0,
+                        .n0 = n0,
+                    };
+                    const cs_c: isize = os[1];
+                    const c = ew.at([*]f32, p.out, corner + @as(isize, @intCast(m0)) * p.out_flat + @as(isize, @intCast(n0)) * cs_c);
+                    G.multiplyFrom(&source, m, cols, d[2], c, p.out_flat, cs_c, ws);
+                }
+            }
+        }
+
+        fn execute(rt: *const table.Runtime, p: *const Product, threads: usize) i32 {
+            const d = p.dims();
+            const plan = gemm.Plan.init(p.g.n * p.groups, d[0], d[1], d[2], threads, G.mr, G.nr);
+            var job: @This() = .{
+                .product = p,
+                .plan = plan,
+                .region_bytes = G.workspaceBytes(@min(plan.m_step, d[0]), @min(plan.n_step, d[1]), d[2]),
+                .memory = undefined,
+            };
+            const task_bytes = job.region_bytes[0] + job.region_bytes[1] + job.region_bytes[2];
+            const lease = gemm.WorkspaceCache.acquire(plan.tasks * task_bytes) orelse
+                return @intFromEnum(abi.Status.out_of_memory);
+            defer gemm.WorkspaceCache.release(lease);
+            job.memory = lease.memory;
+            if (plan.tasks == 1) {
+                run(&job, 0);
+            } else {
+                rt.parallelFor(&job, @intCast(plan.tasks), @intCast(plan.tasks), run);
+            }
+            return @intFromEnum(abi.Status.ok);
+        }
+    };
+}
+
+/// `zt_conv_product_f32`: convolution as an implicit GEMM, the windows packed straight from the image into
+/// the GEMM's panels (no column matrix). Argument block: shape [N, C, KH, KW, OH, OW]; the ints of
+/// `zt_conv_fold_f32`, then ints[8] groups and ints[9] O (output channels); args.mode 0 fast, 1 exact.
+/// args.op 0, forward: out [N, O, OH, OW] (operand 0; OH, OW flatten) = weight [O, C/groups, KH, KW]
+/// (operand 1, any strides) · windows of the image [N, C, H, W] (operand 2). args.op 1, weight gradient per
+/// image: out [N, O, C/groups, KH, KW] (operand 0; the last three flatten) = gradient [N, O, OH, OW]
+/// (operand 1; OH, OW flatten) · the windows' transpose. Each output element is the matmul's sum over K
+/// (forward) or OH·OW (weight) in ascending order, so exact mode equals im2col followed by the matmul, bit
+/// for bit. Returns `Status.out_of_memory` before writing anything if the panels cannot be allocated.
+pub fn productF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, image: [*]const u8) callconv(.c) i32 {
+    std.debug.assert(args.rank == 6);
+    const g = Geometry.fromArgs(args);
+    const groups: usize = @intCast(args.ints[8]);
+    const o: usize = @intCast(args.ints[9]);
+    const forward = args.op == 0;
+    const ops = &args.operands;
+    const cg = g.c / groups;
+    const taps = cg * g.kernel[0] * g.kernel[1];
+    const positions = g.output[0] * g.output[1];
+    const p_flat = flatStride(&g.output, ops[if (forward) 0 else 1].strides[2..4]) orelse unreachable;
+    const product: Product = .{
+        .g = g,
+        .forward = forward,
+        .groups = groups,
+        .og = o / groups,
+        .cg = cg,
+        .k = taps,
+        .positions = positions,
+        .out = @ptrCast(@alignCast(out)),
+        .a = @ptrCast(@alignCast(a)),
+        .image = @ptrCast(@alignCast(image)),
+        .ops = ops,
+        .out_flat = if (forward) p_flat else flatStride(&.{ cg, g.kernel[0], g.kernel[1] }, ops[0].strides[2..5]) orelse unreachable,
+        .a_flat = p_flat,
+    };
+    const d = product.dims();
+    if (g.n * groups == 0 or d[0] == 0 or d[1] == 0) return @intFromEnum(abi.Status.ok);
+    if (d[2] == 0) {
+        // An empty sum is +0 (a weight gradient over an empty output grid).
+        const row_len = if (forward) positions else taps;
+        const step = if (forward) p_flat else product.out_flat;
+        for (0..g.n) |n| for (0..o) |oc| for (0..row_len) |j| {
+            ew.at([*]f32, product.out, offset(&ops[0], &.{ n, oc }) + @as(isize, @intCast(j)) * step)[0] = 0;
+        };
+        return @intFromEnum(abi.Status.ok);
+    }
+    const threads: usize = @intCast(@max(1, args.threads));
+    return if (args.mode == 1) ProductJob(f64).execute(rt, &product, threads) else ProductJob(f32).execute(rt, &product, threads);
 }
 
 // --- tests ---

@@ -48,6 +48,8 @@ pub const Table = extern struct {
     bench: bench.Table,
     /// im2col and col2im of convolution (`conv.zig`), which feed and drain this family's products.
     conv_fold_f32: conv.FoldFn,
+    /// Convolution as an implicit GEMM (`conv.zig`): the windows packed straight into this family's panels.
+    conv_product_f32: conv.ProductFn,
 };
 
 pub const table_entries: Table = .{
@@ -57,6 +59,7 @@ pub const table_entries: Table = .{
     .packed_panel = packedPanel,
     .bench = bench.table_entries,
     .conv_fold_f32 = conv.foldF32,
+    .conv_product_f32 = conv.productF32,
 };
 
 /// Bytes in one vector register of the CPU this file is compiled for. (`suggestVectorLength` answers 256
@@ -174,7 +177,7 @@ const Problem = struct {
 };
 
 /// The packed buffers one task owns.
-fn Workspace(comptime T: type) type {
+pub fn Workspace(comptime T: type) type {
     return struct {
         a_pack: [*]T,
         b_pack: [*]T,
@@ -251,6 +254,35 @@ pub fn Gemm(comptime T: type) type {
                     const c = offsetBy([*]f32, p.c, iic * p.rs_c);
                     const partial = ws.partial + (ic / mr) * ws.partial_row_tiles * mr * nr;
                     macroKernel(mc, p.n, kc, ws, b_pack, c, p.rs_c, p.cs_c, partial, pass);
+                }
+            }
+        }
+
+        /// C (m×n, strides rs_c, cs_c) = A·B with the same blocking, sums and order as `multiply`, where
+        /// `source` packs the blocks in place of strided operands: `source.packA(ic, mc, pc, kc, dst)` writes
+        /// rows ic.. and depths pc.. of A as `packA` would, `source.packB(pc, kc, jc, nc, dst)` depths pc.. and
+        /// columns jc.. of B as `packB` would (an implicit operand, such as convolution's windows).
+        pub fn multiplyFrom(source: anytype, m: usize, n: usize, k: usize, c: [*]f32, rs_c: isize, cs_c: isize, ws: Workspace(T)) void {
+            var m0: usize = 0;
+            while (m0 < m) : (m0 += rows_chunk) {
+                const rows = @min(rows_chunk, m - m0);
+                var jc: usize = 0;
+                while (jc < n) : (jc += sizes.nc) {
+                    const nc = @min(sizes.nc, n - jc);
+                    const block = offsetBy([*]f32, c, @as(isize, @intCast(m0)) * rs_c + @as(isize, @intCast(jc)) * cs_c);
+                    var pc: usize = 0;
+                    while (pc < k) : (pc += sizes.kc) {
+                        const kc = @min(sizes.kc, k - pc);
+                        source.packB(pc, kc, jc, nc, ws.b_pack);
+                        const pass: Pass = .{ .first = pc == 0, .last = pc + kc == k };
+                        var ic: usize = 0;
+                        while (ic < rows) : (ic += sizes.mc) {
+                            const mc = @min(sizes.mc, rows - ic);
+                            source.packA(m0 + ic, mc, pc, kc, ws.a_pack);
+                            const partial = ws.partial + (ic / mr) * ws.partial_row_tiles * mr * nr;
+                            macroKernel(mc, nc, kc, ws, offsetBy([*]f32, block, @as(isize, @intCast(ic)) * rs_c), rs_c, cs_c, partial, pass);
+                        }
+                    }
                 }
             }
         }
@@ -378,7 +410,7 @@ pub fn Gemm(comptime T: type) type {
         }
 
         /// Packs an mc×kc block of A into MR-row panels, each k-major (MR values per k), rows past mc zero.
-        fn packA(mc: usize, kc: usize, src: [*]const f32, rs: isize, cs: isize, dst: [*]T) void {
+        pub fn packA(mc: usize, kc: usize, src: [*]const f32, rs: isize, cs: isize, dst: [*]T) void {
             var ir: usize = 0;
             while (ir < mc) : (ir += mr) {
                 const rows = @min(mr, mc - ir);
@@ -408,7 +440,7 @@ pub fn Gemm(comptime T: type) type {
 
         /// Packs a kc×nc block of B into NR-column panels, each k-major (NR values per k), columns past nc
         /// zero.
-        fn packB(kc: usize, nc: usize, src: [*]const f32, rs: isize, cs: isize, dst: [*]T) void {
+        pub fn packB(kc: usize, nc: usize, src: [*]const f32, rs: isize, cs: isize, dst: [*]T) void {
             var jr: usize = 0;
             while (jr < nc) : (jr += nr) {
                 const cols = @min(nr, nc - jr);
@@ -853,7 +885,7 @@ fn Job(comptime T: type) type {
 /// The packing memory, kept from one call to the next: a fresh allocation of a few megabytes costs a page
 /// fault per 4 KiB on first touch, about 5% of a 1024³ product. One caller at a time uses the kept block;
 /// a concurrent caller (another JS worker) or a request above `max_kept_bytes` gets memory of its own.
-const WorkspaceCache = struct {
+pub const WorkspaceCache = struct {
     const max_kept_bytes = 64 << 20;
     var busy: std.atomic.Value(bool) = .init(false);
     var kept: ?[*]align(aligned.alignment) u8 = null;
@@ -861,7 +893,7 @@ const WorkspaceCache = struct {
 
     const Lease = struct { memory: [*]align(aligned.alignment) u8, bytes: usize, cached: bool };
 
-    fn acquire(bytes_wanted: usize) ?Lease {
+    pub fn acquire(bytes_wanted: usize) ?Lease {
         const bytes = @max(64, bytes_wanted);
         if (bytes <= max_kept_bytes and busy.cmpxchgStrong(false, true, .acquire, .monotonic) == null) {
             if (kept_bytes < bytes) {
@@ -876,7 +908,7 @@ const WorkspaceCache = struct {
         return .{ .memory = aligned.alloc(bytes) orelse return null, .bytes = bytes, .cached = false };
     }
 
-    fn release(lease: Lease) void {
+    pub fn release(lease: Lease) void {
         if (lease.cached) busy.store(false, .release) else aligned.free(lease.memory, lease.bytes);
     }
 };
