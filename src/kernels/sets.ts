@@ -27,6 +27,7 @@ import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./
 import { nativeSelect, referenceSelect } from "./select.ts";
 import { nativeNorm, nativeNormBackward, referenceNorm, referenceNormBackward } from "./norm.ts";
 import { nativeIntegerKernels, referenceIntegerKernels } from "./integer.ts";
+import { nativeAttention, referenceAttention } from "./attention.ts";
 
 /**
  * The native kernels (the default set).
@@ -68,6 +69,7 @@ export const nativeKernels: KernelSet = {
   select: nativeSelect,
   norm: nativeNorm,
   normBackward: nativeNormBackward,
+  attention: nativeAttention,
   ...nativeIntegerKernels,
 };
 
@@ -108,5 +110,6 @@ export const referenceKernels: KernelSet = {
   select: referenceSelect,
   norm: referenceNorm,
   normBackward: referenceNormBackward,
+  attention: referenceAttention,
   ...referenceIntegerKernels,
 };

@@ -22,6 +22,7 @@ import { IndexOp } from "../kernels/indexing.ts";
 import { dropout } from "./dropout.ts";
 import type { Seed } from "../core/random.ts";
 import { cast, contiguous, copyElements, copyInto } from "./copy.ts";
+import { attentionWorkspace } from "../kernels/attention.ts";
 
 /** Plain tensors of one dtype that the copy kernel can move (not quantized, not blocked). */
 function checkConcatInputs(op: string, tensors: readonly Tensor[]): void {
@@ -506,6 +507,124 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOp
     const out = matmul(grouped(probabilities, false), grouped(v, true));
     return groups === 1 ? out : reshape(out, [...scores.slice(0, -1), out.shape.at(-1)!]);
   };
+  const recording = shouldRecord(q, k, v, ...(mask === undefined ? [] : [mask]));
+  if (!recording && (p === 0 || !training)) {
+    const fused = fusedAttention(op, q, k, v, { mask, bool: bool !== undefined, causal, scale, groups, scores });
+    if (fused !== null) {
+      fused.lse.dispose();
+      return fused.out;
+    }
+  }
   // Without a record nothing needs the intermediates: a scope frees them and keeps the result.
-  return shouldRecord(q, k, v, ...(mask === undefined ? [] : [mask])) ? run() : tidy(run);
+  return recording ? run() : tidy(run);
+}
+
+/** The batch axes the fused kernel takes (the native argument block's rank, less the two matrix axes). */
+const FUSED_BATCH_RANK = 6;
+
+/** `t` itself when its rows are contiguous (last stride 1, row stride ≥ 0), else a contiguous copy without a record. */
+function rowMajor(t: Tensor): Tensor {
+  const n = t.rank;
+  const rowsOk = (t.strides[n - 1] === 1 || t.shape[n - 1] === 1) && (t.strides[n - 2] >= 0 || t.shape[n - 2] === 1);
+  return rowsOk ? t : GradMode.noGrad(() => contiguous(t));
+}
+
+/** Strides of `t` over `shape` (right-aligned; 0 where `t` lacks the axis or has extent 1 there). */
+function alignedStrides(t: Tensor, shape: readonly number[]): number[] {
+  return shape.map((_, d) => {
+    const at = d - (shape.length - t.rank);
+    return at < 0 || t.shape[at] === 1 ? 0 : t.strides[at];
+  });
+}
+
+/** Query rows per work item and the task count of a fused call over `count` batch entries. */
+function fusedTasks(count: number, l: number, work: number, threads: number): { rows: number; tasks: number } {
+  let chunks = Math.ceil(l / 256);
+  if (threads > 1) chunks = Math.max(chunks, Math.min(Math.ceil(l / 16), Math.ceil((4 * threads) / count)));
+  const rows = Math.ceil(l / chunks);
+  const items = count * Math.ceil(l / rows);
+  return { rows, tasks: work < 1 << 18 ? 1 : Math.min(threads, items) };
+}
+
+/**
+ * Attention by the fused kernel (`src/kernels/attention.ts`): the output [..., L, Ev] and each row's
+ * log-sum-exp [batch, L], or null where it does not apply (an empty extent, more batch axes than it takes).
+ */
+function fusedAttention(
+  op: string,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  parts: {
+    mask: Tensor | undefined;
+    bool: boolean;
+    causal: boolean;
+    scale: number;
+    groups: number;
+    scores: readonly number[];
+  },
+): { out: Tensor; lse: Tensor } | null {
+  const { mask, groups, scores } = parts;
+  const [l, s] = scores.slice(-2);
+  const e = q.shape[q.rank - 1];
+  const ev = v.shape[v.rank - 1];
+  if (l === 0 || s === 0 || e === 0 || ev === 0) return null;
+  // Grouped heads: q [..., H, L, E] as [..., Hkv, G, L, E] against k and v [..., Hkv, 1, S, ·].
+  const batch = groups === 1
+    ? scores.slice(0, -2)
+    : [...scores.slice(0, -3), scores[scores.length - 3] / groups, groups];
+  if (batch.length > FUSED_BATCH_RANK || batch.includes(0)) return null;
+  const count = batch.reduce((a, b) => a * b, 1);
+  const settings = computeSettings();
+  const { rows, tasks } = fusedTasks(count, l, count * l * s * (e + ev), settings.threads);
+  const params = { batch, l, s, e, ev, scale: parts.scale, causal: parts.causal, rows, tasks };
+  const views: Tensor[] = [];
+  const hold = (t: Tensor) => {
+    views.push(t);
+    return t;
+  };
+  try {
+    const group = (t: Tensor, kv: boolean) => {
+      if (groups === 1) return t;
+      if (kv) return hold(unsqueeze(t, -3));
+      const [heads, r, w] = t.shape.slice(-3);
+      return hold(reshape(t, [...t.shape.slice(0, -3), heads / groups, groups, r, w]));
+    };
+    const [qd, kd, vd] = [group(q, false), group(k, true), group(v, true)].map((t) => {
+      const d = rowMajor(t);
+      return d === t ? t : hold(d);
+    });
+    let maskOperand = null;
+    if (mask !== undefined) {
+      let strides = alignedStrides(mask, scores);
+      if (groups > 1) {
+        const h = strides.length - 3;
+        strides = [...strides.slice(0, h), strides[h] * groups, strides[h], ...strides.slice(h + 1)];
+      }
+      maskOperand = mask.operand(op, strides);
+    }
+    const out = newOutput(op, [...batch, l, ev]);
+    const lse = allocate(op, [count * l], DType.F32, false, { scoped: true });
+    const work = allocate(op, [attentionWorkspace(params)], DType.F32, false, { scoped: true });
+    try {
+      kernels().attention(params, {
+        q: qd.operand(op, alignedStrides(qd, [...batch, l, e]).slice(0, -1)),
+        k: kd.operand(op, alignedStrides(kd, [...batch, s, e]).slice(0, -1)),
+        v: vd.operand(op, alignedStrides(vd, [...batch, s, ev]).slice(0, -1)),
+        mask: maskOperand,
+        boolMask: parts.bool,
+        out: out.operand(op),
+        lse: lse.operand(op),
+        work: work.operand(op),
+      }, settings);
+    } finally {
+      work.dispose();
+    }
+    if (groups === 1) return { out, lse };
+    const shaped = reshape(out, [...scores.slice(0, -1), ev]);
+    out.dispose();
+    return { out: shaped, lse };
+  } finally {
+    for (const t of views) t.dispose();
+  }
 }
