@@ -578,21 +578,19 @@ function fusedAttention(
   const settings = computeSettings();
   const { rows, tasks } = fusedTasks(count, l, count * l * s * (e + ev), settings.threads);
   const params = { batch, l, s, e, ev, scale: parts.scale, causal: parts.causal, rows, tasks };
-  const views: Tensor[] = [];
-  const hold = (t: Tensor) => {
-    views.push(t);
-    return t;
-  };
+  // Contiguous copies made for the kernel (views share their storage with the inputs and are not freed).
+  const copies: Tensor[] = [];
   try {
     const group = (t: Tensor, kv: boolean) => {
       if (groups === 1) return t;
-      if (kv) return hold(unsqueeze(t, -3));
+      if (kv) return unsqueeze(t, -3);
       const [heads, r, w] = t.shape.slice(-3);
-      return hold(reshape(t, [...t.shape.slice(0, -3), heads / groups, groups, r, w]));
+      return reshape(t, [...t.shape.slice(0, -3), heads / groups, groups, r, w]);
     };
     const [qd, kd, vd] = [group(q, false), group(k, true), group(v, true)].map((t) => {
       const d = rowMajor(t);
-      return d === t ? t : hold(d);
+      if (d !== t) copies.push(d);
+      return d;
     });
     let maskOperand = null;
     if (mask !== undefined) {
@@ -620,11 +618,8 @@ function fusedAttention(
     } finally {
       work.dispose();
     }
-    if (groups === 1) return { out, lse };
-    const shaped = reshape(out, [...scores.slice(0, -1), ev]);
-    out.dispose();
-    return { out: shaped, lse };
+    return { out: groups === 1 ? out : reshape(out, [...scores.slice(0, -1), ev]), lse };
   } finally {
-    for (const t of views) t.dispose();
+    for (const t of copies) t.dispose();
   }
 }
