@@ -128,7 +128,13 @@ export type {
 } from "./src/kernels/norm.ts";
 export type { IntegerKernels } from "./src/kernels/integer.ts";
 export type { AttentionKernels } from "./src/kernels/types.ts";
-export type { AttentionKernel, AttentionOperands, AttentionParams } from "./src/kernels/attention.ts";
+export type {
+  AttentionBackwardKernel,
+  AttentionGradients,
+  AttentionKernel,
+  AttentionOperands,
+  AttentionParams,
+} from "./src/kernels/attention.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {

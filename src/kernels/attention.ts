@@ -297,3 +297,160 @@ export const nativeAttention: AttentionKernel = (params, o, settings) => {
     o.work.pointer,
   );
 };
+
+/** The backward kernel's extra operands: the saved out and lse, the output gradient and where dq, dk, dv go. */
+export interface AttentionGradients {
+  /** The output gradient G [batch, L, Ev], contiguous. */
+  readonly g: KernelOperand;
+  /** dq [batch, L, E], dk [batch, S, E], dv [batch, S, Ev]: contiguous, of the batch's full extent. */
+  readonly dq: KernelOperand;
+  readonly dk: KernelOperand;
+  readonly dv: KernelOperand;
+}
+
+/**
+ * The gradients of one attention forward from its operands (out and lse the forward's; `work` of
+ * `attentionBackwardWorkspace(params)` elements; `params.rows` = L, `params.tasks` ≤ the batch entries).
+ * With P_ij = exp(s_ij − lse_i) over the keys row i sees and D_i = Σ_c G_ic·out_ic: dv_j = Σ_i P_ij·G_i,
+ * dS_ij = P_ij·(G_i·v_j − D_i), dq_i = scale·Σ_j dS_ij·k_j, dk_j = scale·Σ_i dS_ij·q_i.
+ */
+export type AttentionBackwardKernel = (
+  params: AttentionParams,
+  operands: AttentionOperands,
+  grads: AttentionGradients,
+  settings: ComputeSettings,
+) => void;
+
+/** The F32 elements of the backward workspace (`backwardFloats` in zig/kernels/attention.zig, per task). */
+export function attentionBackwardWorkspace(params: AttentionParams): number {
+  const { l, s, e, ev } = params;
+  const [ep, evp, b] = [ceilTo(e, PAD), ceilTo(ev, PAD), ATTENTION_BLOCK_KEYS];
+  const exact = 2 * (e + s * e + s * ev + l);
+  const fast = l * ep * 2 + l * evp + l + b * (e + ev) + b * ep * 2 + b * evp + 2 * BACKWARD_ROWS * b;
+  return params.tasks * ceilTo(Math.max(exact, fast), 16);
+}
+
+/** Query rows per block of the native fast backward (`bwd_rows` in zig/kernels/attention.zig). */
+const BACKWARD_ROWS = 48;
+
+/**
+ * The reference backward kernel, exact mode's meaning: per batch entry, rows i ascending and their visible
+ * keys j ascending, s_ij as forward, p = exp(s_ij − lse_i), dp = G_i·v_j (f64, ascending), t = p·(dp − D_i)·
+ * scale (D_i in f64, ascending), then dq_ic += t·k_jc, dk_jc += t·q_ic, dv_jc += p·G_ic in f64 (products,
+ * then sums), each rounded once at the end.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { referenceAttentionBackward } from "./attention.ts";
+ * import type { KernelOperand } from "./types.ts";
+ * import type { NativePointer } from "../native/symbols.ts";
+ * const operand = (values: number[], strides: number[]): KernelOperand =>
+ *   ({ pointer: null as unknown as NativePointer, data: new Float32Array(values), offset: 0, strides });
+ * // One query, one key: p = 1, so dv = g and dS = g·v − g·out = 0.
+ * const params = { batch: [], l: 1, s: 1, e: 1, ev: 1, scale: 1, causal: false, rows: 1, tasks: 1 };
+ * const fwd = {
+ *   q: operand([2], [1]), k: operand([3], [1]), v: operand([5], [1]), mask: null, boolMask: false,
+ *   out: operand([5], []), lse: operand([6], []), work: operand([], []),
+ * };
+ * const [dq, dk, dv] = [operand([9], []), operand([9], []), operand([9], [])];
+ * referenceAttentionBackward(params, fwd, { g: operand([7], []), dq, dk, dv }, { mode: "exact", threads: 1 });
+ * assert.deepEqual([dq.data[0], dk.data[0], dv.data[0]], [0, 0, 7]);
+ * ```
+ */
+export const referenceAttentionBackward: AttentionBackwardKernel = (params, o, grads) => {
+  const { batch, l, s, e, ev, causal } = params;
+  const scale = Math.fround(params.scale);
+  const rank = batch.length;
+  const [qd, kd, vd] = [o.q.data, o.k.data, o.v.data] as Float32Array[];
+  const od = o.out.data as Float32Array;
+  const lse = o.lse.data as Float32Array;
+  const gd = grads.g.data as Float32Array;
+  const [dqd, dkd, dvd] = [grads.dq.data, grads.dk.data, grads.dv.data] as Float32Array[];
+  const md = o.mask?.data as Float32Array | Uint8Array | undefined;
+  const [qr, kr, vr] = [o.q, o.k, o.v].map((t) => t.strides[rank]);
+  const count = batch.reduce((a, b) => a * b, 1);
+  const dq = new Float64Array(e);
+  const dk = new Float64Array(s * e);
+  const dv = new Float64Array(s * ev);
+  for (let b = 0; b < count; b++) {
+    const [qb, kb, vb] = [o.q, o.k, o.v].map((t) => batchOffset(batch, t, b));
+    const mb = o.mask === null ? 0 : batchOffset(batch, o.mask, b);
+    const rowsAt = o.out.offset + b * l * ev;
+    const gAt = grads.g.offset + b * l * ev;
+    dk.fill(0);
+    dv.fill(0);
+    for (let i = 0; i < l; i++) {
+      let d = 0;
+      for (let c = 0; c < ev; c++) d += gd[gAt + i * ev + c] * od[rowsAt + i * ev + c];
+      const qi = qb + i * qr;
+      const gi = gAt + i * ev;
+      const lam = lse[o.lse.offset + b * l + i];
+      dq.fill(0);
+      const kend = causal ? Math.min(s, i + 1) : s;
+      for (let j = 0; j < kend; j++) {
+        const at = o.mask === null ? 0 : mb + i * o.mask.strides[rank] + j * o.mask.strides[rank + 1];
+        if (o.mask !== null && o.boolMask && md![at] === 0) continue;
+        const kj = kb + j * kr;
+        const vj = vb + j * vr;
+        let dot = 0;
+        for (let c = 0; c < e; c++) dot += qd[qi + c] * kd[kj + c];
+        const x = dot * scale + (o.mask !== null && !o.boolMask ? md![at] : 0);
+        const p = exp64(x - lam);
+        let dp = 0;
+        for (let c = 0; c < ev; c++) dp += gd[gi + c] * vd[vj + c];
+        const t = p * (dp - d) * scale;
+        for (let c = 0; c < e; c++) {
+          dq[c] = dq[c] + t * kd[kj + c];
+          dk[j * e + c] = dk[j * e + c] + t * qd[qi + c];
+        }
+        for (let c = 0; c < ev; c++) dv[j * ev + c] = dv[j * ev + c] + p * gd[gi + c];
+      }
+      dqd.set(dq, grads.dq.offset + (b * l + i) * e);
+    }
+    dkd.set(dk, grads.dk.offset + b * s * e);
+    dvd.set(dv, grads.dv.offset + b * s * ev);
+  }
+};
+
+/** The native backward kernel (`zt_attention_backward_f32`); operands validated and sized by the caller. */
+export const nativeAttentionBackward: AttentionBackwardKernel = (params, o, grads, settings) => {
+  const rank = params.batch.length;
+  const mask = o.mask;
+  const flags = (params.causal ? 1 : 0) | (mask === null ? 0 : o.boolMask ? 2 : 4);
+  args.shape(params.batch)
+    .operand(0, o.q.offset, o.q.strides)
+    .operand(1, o.k.offset, o.k.strides)
+    .operand(2, o.v.offset, o.v.strides)
+    .operand(3, mask?.offset ?? 0, mask?.strides ?? new Array(rank + 2).fill(0))
+    .op(0, MODE_CODE[settings.mode], settings.threads)
+    .int(0, params.l)
+    .int(1, params.s)
+    .int(2, params.e)
+    .int(3, params.ev)
+    .int(4, flags)
+    .int(5, o.out.offset)
+    .int(6, o.lse.offset)
+    .int(7, o.work.offset)
+    .int(8, params.tasks)
+    .int(9, params.l)
+    .int(10, grads.g.offset)
+    .int(11, grads.dq.offset)
+    .int(12, grads.dk.offset)
+    .int(13, grads.dv.offset)
+    .float(0, params.scale);
+  native.zt_attention_backward_f32(
+    args.pointer,
+    o.out.pointer,
+    o.lse.pointer,
+    o.q.pointer,
+    o.k.pointer,
+    o.v.pointer,
+    mask?.pointer ?? NULL,
+    grads.g.pointer,
+    grads.dq.pointer,
+    grads.dk.pointer,
+    grads.dv.pointer,
+    o.work.pointer,
+  );
+};

@@ -27,7 +27,12 @@ import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "./
 import { nativeSelect, referenceSelect } from "./select.ts";
 import { nativeNorm, nativeNormBackward, referenceNorm, referenceNormBackward } from "./norm.ts";
 import { nativeIntegerKernels, referenceIntegerKernels } from "./integer.ts";
-import { nativeAttention, referenceAttention } from "./attention.ts";
+import {
+  nativeAttention,
+  nativeAttentionBackward,
+  referenceAttention,
+  referenceAttentionBackward,
+} from "./attention.ts";
 
 /**
  * The native kernels (the default set).
@@ -70,6 +75,7 @@ export const nativeKernels: KernelSet = {
   norm: nativeNorm,
   normBackward: nativeNormBackward,
   attention: nativeAttention,
+  attentionBackward: nativeAttentionBackward,
   ...nativeIntegerKernels,
 };
 
@@ -111,5 +117,6 @@ export const referenceKernels: KernelSet = {
   norm: referenceNorm,
   normBackward: referenceNormBackward,
   attention: referenceAttention,
+  attentionBackward: referenceAttentionBackward,
   ...referenceIntegerKernels,
 };

@@ -19,7 +19,7 @@ import type { ConvKernels } from "./conv.ts";
 import type { SelectKernel } from "./select.ts";
 import type { NormBackwardKernel, NormKernel } from "./norm.ts";
 import type { IntegerKernels } from "./integer.ts";
-import type { AttentionKernel } from "./attention.ts";
+import type { AttentionBackwardKernel, AttentionKernel } from "./attention.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -312,6 +312,8 @@ export interface NormKernels {
 export interface AttentionKernels {
   /** Scaled dot-product attention forward: the output and each query row's log-sum-exp. */
   readonly attention: AttentionKernel;
+  /** Its gradients dq, dk and dv from the saved output and log-sum-exp. */
+  readonly attentionBackward: AttentionBackwardKernel;
 }
 
 /**

@@ -44,16 +44,21 @@ pub const block_keys = 64;
 pub const pad = 16;
 /// Rows of the micro-tiles.
 const mr = 6;
-/// Keys per packed Kᵀ panel (divides `block_keys`).
-const nr = if (lanes >= 16) 4 * lanes else 2 * lanes;
-/// Vectors of output columns per P·V micro-tile.
-const pv_vecs = if (lanes >= 16) 4 else 2;
-
 const has_fma = switch (builtin.cpu.arch) {
     .x86_64 => std.Target.x86.featureSetHas(builtin.cpu.features, .fma),
     .aarch64 => true,
     else => false,
 };
+/// 32 vector registers (AVX-512, whatever width the vectors are compiled to): micro-tiles of 24 accumulators.
+const many_registers = switch (builtin.cpu.arch) {
+    .x86_64 => std.Target.x86.featureSetHas(builtin.cpu.features, .avx512f),
+    .aarch64 => true,
+    else => false,
+};
+/// Keys per packed Kᵀ panel (divides `block_keys`).
+const nr = if (many_registers) 4 * lanes else 2 * lanes;
+/// Vectors of output columns per P·V micro-tile.
+const pv_vecs = if (many_registers) 4 else 2;
 
 inline fn fma(a: V, b: V, c: V) V {
     return if (has_fma) @mulAdd(V, a, b, c) else a * b + c;
@@ -74,9 +79,10 @@ pub const ForwardFn = *const fn (
 /// This family's entries in the kernel table.
 pub const Table = extern struct {
     attention_f32: ForwardFn,
+    attention_backward_f32: BackwardFn,
 };
 
-pub const table_entries: Table = .{ .attention_f32 = forwardF32 };
+pub const table_entries: Table = .{ .attention_f32 = forwardF32, .attention_backward_f32 = backwardF32 };
 
 fn u(v: i32) usize {
     std.debug.assert(v >= 0);
@@ -124,6 +130,54 @@ const Forward = struct {
     mask: ?[*]const u8,
     work: [*]f32,
     work_floats: usize,
+
+    /// The geometry, options and operands the argument block describes (work items: batch entries × row chunks).
+    fn init(args: *const abi.ArgBlock, out: [*]f32, lse: [*]f32, q: [*]const f32, k: [*]const f32, v: [*]const f32, mask: ?[*]const u8, work: [*]f32) Forward {
+        const rank = u(args.rank);
+        std.debug.assert(rank + 2 <= abi.max_rank);
+        const flags = args.ints[4];
+        var f: Forward = .{
+            .rank = rank,
+            .batch = undefined,
+            .strides = undefined,
+            .base = undefined,
+            .l = u(args.ints[0]),
+            .s = u(args.ints[1]),
+            .e = u(args.ints[2]),
+            .ev = u(args.ints[3]),
+            .q_row = u(args.operands[0].strides[rank]),
+            .k_row = u(args.operands[1].strides[rank]),
+            .v_row = u(args.operands[2].strides[rank]),
+            .m_row = args.operands[3].strides[rank],
+            .m_col = args.operands[3].strides[rank + 1],
+            .causal = flags & 1 != 0,
+            .bool_mask = flags & 2 != 0,
+            .f32_mask = flags & 4 != 0,
+            .scale = @floatCast(args.floats[0]),
+            .exact = args.mode == 1,
+            .rows = u(args.ints[9]),
+            .items = 0,
+            .tasks = u(args.ints[8]),
+            .out = out + u(args.ints[5]),
+            .lse = lse + u(args.ints[6]),
+            .q = q,
+            .k = k,
+            .v = v,
+            .mask = mask,
+            .work = work + u(args.ints[7]),
+            .work_floats = 0,
+        };
+        var count: usize = 1;
+        for (0..rank) |d| {
+            f.batch[d] = u(args.shape[d]);
+            count *= f.batch[d];
+            inline for (0..4) |t| f.strides[t][d] = args.operands[t].strides[d];
+        }
+        inline for (0..4) |t| f.base[t] = args.operands[t].offset;
+        std.debug.assert(f.l > 0 and f.s > 0 and f.e > 0 and f.ev > 0 and f.rows > 0 and f.tasks > 0);
+        f.items = count * ((f.l + f.rows - 1) / f.rows);
+        return f;
+    }
 
     /// The element offsets of batch entry `b` in q, k, v and the mask.
     fn offsets(f: *const Forward, b: usize) [4]isize {
@@ -466,52 +520,371 @@ fn forwardF32(
     mask: ?[*]const u8,
     work: [*]f32,
 ) callconv(.c) void {
-    const rank = u(args.rank);
-    std.debug.assert(rank + 2 <= abi.max_rank);
-    const flags = args.ints[4];
-    var f: Forward = .{
-        .rank = rank,
-        .batch = undefined,
-        .strides = undefined,
-        .base = undefined,
-        .l = u(args.ints[0]),
-        .s = u(args.ints[1]),
-        .e = u(args.ints[2]),
-        .ev = u(args.ints[3]),
-        .q_row = u(args.operands[0].strides[rank]),
-        .k_row = u(args.operands[1].strides[rank]),
-        .v_row = u(args.operands[2].strides[rank]),
-        .m_row = args.operands[3].strides[rank],
-        .m_col = args.operands[3].strides[rank + 1],
-        .causal = flags & 1 != 0,
-        .bool_mask = flags & 2 != 0,
-        .f32_mask = flags & 4 != 0,
-        .scale = @floatCast(args.floats[0]),
-        .exact = args.mode == 1,
-        .rows = u(args.ints[9]),
-        .items = 0,
-        .tasks = u(args.ints[8]),
-        .out = out + u(args.ints[5]),
-        .lse = lse + u(args.ints[6]),
-        .q = q,
-        .k = k,
-        .v = v,
-        .mask = mask,
-        .work = work + u(args.ints[7]),
-        .work_floats = 0,
-    };
-    var count: usize = 1;
-    for (0..rank) |d| {
-        f.batch[d] = u(args.shape[d]);
-        count *= f.batch[d];
-        inline for (0..4) |t| f.strides[t][d] = args.operands[t].strides[d];
-    }
-    inline for (0..4) |t| f.base[t] = args.operands[t].offset;
-    std.debug.assert(f.l > 0 and f.s > 0 and f.e > 0 and f.ev > 0 and f.rows > 0 and f.tasks > 0);
+    var f = Forward.init(args, out, lse, q, k, v, mask, work);
     f.work_floats = workFloats(f.e, f.ev, f.rows);
-    f.items = count * ((f.l + f.rows - 1) / f.rows);
     if (f.items == 0) return;
     std.debug.assert(f.tasks <= f.items);
     const threads = u(@max(args.threads, 1));
     rt.parallelFor(@ptrCast(&f), @intCast(f.tasks), @intCast(@min(threads, f.tasks)), Forward.run);
+}
+
+// --- backward ---
+//
+// From the saved out O, each row's log-sum-exp λ and the output gradient G, with P_ij = exp(s_ij − λ_i) over
+// the keys row i sees and D_i = Σ_c G_ic O_ic: dv_j = Σ_i P_ij G_i, dS_ij = P_ij (G_i·v_j − D_i),
+// dq_i = scale Σ_j dS_ij k_j, dk_j = scale Σ_i dS_ij q_i. One task per batch entry (it owns that entry's
+// dq, dk and dv; the tasks split the batch entries among the threads).
+//
+// Exact mode, per batch entry, rows i ascending and their visible keys j ascending: s_ij as forward, p =
+// math.exp(s_ij − λ_i), dp = G_i·v_j in f64 ascending, t = p·(dp − D_i)·scale (D_i in f64 ascending), then
+// dq_ic += t·k_jc, dk_jc += t·q_ic, dv_jc += p·G_ic in f64 (products, then sums), each rounded once at the
+// end: the same bits on every ISA and thread count, and the reference's.
+//
+// Fast mode: per key block, Kᵀ and Vᵀ panels and K rows padded; per block of `bwd_rows` query rows the
+// score and G·Vᵀ micro-tiles, P and dS in f32 vectors, then dv += Pᵀ·G, dk += dSᵀ·Q and dq += dS·K by the
+// P·V micro-kernel over padded copies of Q and G.
+//
+// Argument block: as forward, plus ints[5..8] = element offsets of out (O), lse and work; ints[8] = tasks;
+// ints[10..14] = element offsets of G, dq, dk, dv (each contiguous, of the batch's full extent).
+
+/// Query rows per block of the fast backward (a multiple of `mr`).
+const bwd_rows = 48;
+
+pub const BackwardFn = *const fn (
+    rt: *const table.Runtime,
+    args: *const abi.ArgBlock,
+    o: [*]const f32,
+    lse: [*]const f32,
+    q: [*]const f32,
+    k: [*]const f32,
+    v: [*]const f32,
+    mask: ?[*]const u8,
+    g: [*]const f32,
+    dq: [*]f32,
+    dk: [*]f32,
+    dv: [*]f32,
+    work: [*]f32,
+) callconv(.c) void;
+
+/// The f32 elements of one backward task's workspace (as `attentionBackwardWorkspace` in
+/// src/kernels/attention.ts): exact mode's f64 accumulators or fast mode's packed copies, whichever is larger.
+pub fn backwardFloats(l: usize, s: usize, e: usize, ev: usize) usize {
+    const ep = ceilTo(e, pad);
+    const evp = ceilTo(ev, pad);
+    const exact = 2 * (e + s * e + s * ev + l);
+    const fast = l * ep * 2 + l * evp + l + block_keys * (e + ev) + block_keys * ep * 2 + block_keys * evp + 2 * bwd_rows * block_keys;
+    return ceilTo(@max(exact, fast), 16);
+}
+
+const Backward = struct {
+    fwd: Forward,
+    o: [*]const f32,
+    g: [*]const f32,
+    dq: [*]f32,
+    dk: [*]f32,
+    dv: [*]f32,
+    count: usize,
+
+    fn run(context: *anyopaque, task: u32) callconv(.c) void {
+        const bw: *const Backward = @ptrCast(@alignCast(context));
+        const f = &bw.fwd;
+        const begin = bw.count * task / f.tasks;
+        const end = bw.count * (task + 1) / f.tasks;
+        const ws = f.work + task * f.work_floats;
+        for (begin..end) |b| {
+            const it = Item.init(f, b, 0, f.l);
+            const entry: Entry = .{
+                .it = it,
+                .o = bw.o + b * f.l * f.ev,
+                .g = bw.g + b * f.l * f.ev,
+                .dq = bw.dq + b * f.l * f.e,
+                .dk = bw.dk + b * f.s * f.e,
+                .dv = bw.dv + b * f.s * f.ev,
+            };
+            if (f.exact) entry.exact(ws) else entry.fast(ws);
+        }
+    }
+};
+
+/// One batch entry's backward.
+const Entry = struct {
+    it: Item,
+    o: [*]const f32,
+    g: [*]const f32,
+    dq: [*]f32,
+    dk: [*]f32,
+    dv: [*]f32,
+
+    fn exact(en: *const Entry, ws: [*]f32) void {
+        const it = &en.it;
+        const f = it.f;
+        const w: [*]f64 = @ptrCast(@alignCast(ws));
+        const dq = w;
+        const dk = dq + f.e;
+        const dv = dk + f.s * f.e;
+        const dd = dv + f.s * f.ev;
+        @memset(dk[0 .. f.s * (f.e + f.ev)], 0);
+        for (0..f.l) |i| {
+            var d: f64 = 0;
+            for (0..f.ev) |c| d += @as(f64, en.g[i * f.ev + c]) * @as(f64, en.o[i * f.ev + c]);
+            dd[i] = d;
+        }
+        const scale: f64 = f.scale;
+        for (0..f.l) |i| {
+            const qi = it.q + i * f.q_row;
+            const gi = en.g + i * f.ev;
+            const lam: f64 = it.lse[i];
+            @memset(dq[0..f.e], 0);
+            for (0..it.keyEnd(i)) |j| {
+                if (!it.allowed(i, j)) continue;
+                const kj = it.k + j * f.k_row;
+                const vj = it.v + j * f.v_row;
+                var dot: f64 = 0;
+                for (0..f.e) |c| dot += @as(f64, qi[c]) * @as(f64, kj[c]);
+                const x = dot * scale + @as(f64, it.added(i, j));
+                const p = math.exp(x - lam);
+                var dp: f64 = 0;
+                for (0..f.ev) |c| dp += @as(f64, gi[c]) * @as(f64, vj[c]);
+                const t = p * (dp - dd[i]) * scale;
+                for (0..f.e) |c| {
+                    dq[c] = dq[c] + t * @as(f64, kj[c]);
+                    dk[j * f.e + c] = dk[j * f.e + c] + t * @as(f64, qi[c]);
+                }
+                for (0..f.ev) |c| dv[j * f.ev + c] = dv[j * f.ev + c] + p * @as(f64, gi[c]);
+            }
+            for (0..f.e) |c| en.dq[i * f.e + c] = @floatCast(dq[c]);
+        }
+        for (0..f.s * f.e) |x| en.dk[x] = @floatCast(dk[x]);
+        for (0..f.s * f.ev) |x| en.dv[x] = @floatCast(dv[x]);
+    }
+
+    fn fast(en: *const Entry, ws: [*]f32) void {
+        const it = &en.it;
+        const f = it.f;
+        const l = f.l;
+        const ep = ceilTo(f.e, pad);
+        const evp = ceilTo(f.ev, pad);
+        const qp = ws;
+        const dqa = qp + l * ep;
+        const gp = dqa + l * ep;
+        const dd = gp + l * evp;
+        const kt = dd + l;
+        const vt = kt + block_keys * f.e;
+        const kp = vt + block_keys * f.ev;
+        const dka = kp + block_keys * ep;
+        const dva = dka + block_keys * ep;
+        const pt = dva + block_keys * evp;
+        const st = pt + bwd_rows * block_keys;
+        for (0..l) |i| {
+            const row = qp + i * ep;
+            @memcpy(row[0..f.e], (it.q + i * f.q_row)[0..f.e]);
+            @memset(row[f.e..ep], 0);
+            const grow = gp + i * evp;
+            @memcpy(grow[0..f.ev], (en.g + i * f.ev)[0..f.ev]);
+            @memset(grow[f.ev..evp], 0);
+            var dv: V = @splat(0);
+            var c: usize = 0;
+            const oi = en.o + i * f.ev;
+            while (c + lanes <= f.ev) : (c += lanes) dv = fma(@as(V, grow[c..][0..lanes].*), @as(V, oi[c..][0..lanes].*), dv);
+            var d = @reduce(.Add, dv);
+            while (c < f.ev) : (c += 1) d += grow[c] * oi[c];
+            dd[i] = d;
+        }
+        @memset(dqa[0 .. l * ep], 0);
+        var kb: usize = 0;
+        while (kb < f.s) : (kb += block_keys) {
+            const nk = @min(block_keys, f.s - kb);
+            // Causal: rows before key kb see nothing of this block.
+            const first = if (f.causal) kb else 0;
+            if (first >= l) break;
+            transposed(kt, it.k + kb * f.k_row, f.k_row, nk, f.e);
+            transposed(vt, it.v + kb * f.v_row, f.v_row, nk, f.ev);
+            for (0..nk) |t| {
+                const row = kp + t * ep;
+                @memcpy(row[0..f.e], (it.k + (kb + t) * f.k_row)[0..f.e]);
+                @memset(row[f.e..ep], 0);
+            }
+            @memset(dka[0 .. block_keys * ep], 0);
+            @memset(dva[0 .. block_keys * evp], 0);
+            var ib = first;
+            while (ib < l) : (ib += bwd_rows) {
+                const nq = @min(bwd_rows, l - ib);
+                en.tiles(ib, nq, kb, nk, kt, vt, qp, gp, dd, pt, st);
+                // dv += Pᵀ·G, dk += dSᵀ·Q over this block's rows; dq += dS·K.
+                product(pt, 1, block_keys, nk, nq, gp + ib * evp, evp, dva, evp);
+                product(st, 1, block_keys, nk, nq, qp + ib * ep, ep, dka, ep);
+                product(st, block_keys, 1, nq, nk, kp, ep, dqa + ib * ep, ep);
+            }
+            for (0..nk) |t| {
+                @memcpy((en.dk + (kb + t) * f.e)[0..f.e], (dka + t * ep)[0..f.e]);
+                @memcpy((en.dv + (kb + t) * f.ev)[0..f.ev], (dva + t * evp)[0..f.ev]);
+            }
+        }
+        // Keys no row sees (causal, S > L) get no gradient.
+        const seen = if (f.causal) @min(f.s, ceilTo(l, block_keys)) else f.s;
+        if (seen < f.s) {
+            @memset(en.dk[seen * f.e .. f.s * f.e], 0);
+            @memset(en.dv[seen * f.ev .. f.s * f.ev], 0);
+        }
+        for (0..l) |i| @memcpy((en.dq + i * f.e)[0..f.e], (dqa + i * ep)[0..f.e]);
+    }
+
+    /// P and dS·scale of query rows ib..ib+nq against keys kb..kb+nk, as [row][key] tiles of `block_keys`.
+    fn tiles(
+        en: *const Entry,
+        ib: usize,
+        nq: usize,
+        kb: usize,
+        nk: usize,
+        kt: [*]const f32,
+        vt: [*]const f32,
+        qp: [*]const f32,
+        gp: [*]const f32,
+        dd: [*]const f32,
+        pt: [*]f32,
+        st: [*]f32,
+    ) void {
+        const it = &en.it;
+        const f = it.f;
+        const ep = ceilTo(f.e, pad);
+        const evp = ceilTo(f.ev, pad);
+        const panels = (nk + nr - 1) / nr;
+        const nkp = panels * nr;
+        const scale: V = @splat(f.scale);
+        var r0: usize = 0;
+        while (r0 < nq) : (r0 += mr) {
+            const n = @min(mr, nq - r0);
+            switch (n) {
+                inline 1...mr => |R| {
+                    var qr: [R][*]const f32 = undefined;
+                    var gr: [R][*]const f32 = undefined;
+                    inline for (0..R) |r| {
+                        qr[r] = qp + (ib + r0 + r) * ep;
+                        gr[r] = gp + (ib + r0 + r) * evp;
+                    }
+                    for (0..panels) |p| {
+                        scores(R, qr, kt + p * f.e * nr, f.e, pt + r0 * block_keys + p * nr, block_keys);
+                        scores(R, gr, vt + p * f.ev * nr, f.ev, st + r0 * block_keys + p * nr, block_keys);
+                    }
+                },
+                else => unreachable,
+            }
+        }
+        for (0..nq) |r| {
+            const i = ib + r;
+            const count = if (f.causal) @min(nk, i + 1 - kb) else nk;
+            const lam: V = @splat(it.lse[i]);
+            const d: V = @splat(dd[i]);
+            const prow = pt + r * block_keys;
+            const srow = st + r * block_keys;
+            var j: usize = 0;
+            while (j < nkp) : (j += lanes) {
+                var x = @as(V, prow[j..][0..lanes].*) * scale;
+                var keep: @Vector(lanes, bool) = @splat(true);
+                if (it.mask_f != null or it.mask_b != null or j + lanes > count) {
+                    var a: [lanes]f32 = x;
+                    var kk: [lanes]bool = undefined;
+                    inline for (0..lanes) |t| {
+                        const jj = j + t;
+                        kk[t] = jj < count and it.allowed(i, kb + jj);
+                        if (kk[t]) a[t] += it.added(i, kb + jj);
+                    }
+                    x = a;
+                    keep = kk;
+                }
+                const p = @select(f32, keep, math.expFast(lanes, x - lam), @as(V, @splat(0)));
+                prow[j..][0..lanes].* = p;
+                srow[j..][0..lanes].* = p * (@as(V, srow[j..][0..lanes].*) - d) * scale;
+            }
+        }
+    }
+};
+
+/// Kᵀ panels of `n` rows (stride `row`) of width `w`: panel p holds rows p·nr.. as w rows of nr, zeros past n.
+fn transposed(out: [*]f32, src: [*]const f32, row: usize, n: usize, w: usize) void {
+    const panels = (n + nr - 1) / nr;
+    for (0..panels) |p| {
+        const panel = out + p * w * nr;
+        for (0..nr) |t| {
+            const j = p * nr + t;
+            if (j < n) {
+                const s = src + j * row;
+                for (0..w) |c| panel[c * nr + t] = s[c];
+            } else {
+                for (0..w) |c| panel[c * nr + t] = 0;
+            }
+        }
+    }
+}
+
+/// acc[a][·] += Σ_j A(a, j)·b[j][·] for rows a < rows and j < depth, A(a, j) = x[a·sa + j·sj], b rows of
+/// `width` (a multiple of `pad`, padded with zeros), by the P·V micro-kernel.
+fn product(x: [*]const f32, sa: usize, sj: usize, rows: usize, depth: usize, b: [*]const f32, width: usize, acc: [*]f32, acc_row: usize) void {
+    @setEvalBranchQuota(20000);
+    const vecs = width / lanes;
+    var a0: usize = 0;
+    while (a0 < rows) : (a0 += mr) {
+        const n = @min(mr, rows - a0);
+        var c: usize = 0;
+        while (c < vecs) : (c += pv_vecs) {
+            switch (n) {
+                inline 1...mr => |R| switch (@min(pv_vecs, vecs - c)) {
+                    inline 1...pv_vecs => |C| pvStrided(R, C, x + a0 * sa, sa, sj, depth, b + c * lanes, width, acc + a0 * acc_row + c * lanes, acc_row),
+                    else => unreachable,
+                },
+                else => unreachable,
+            }
+        }
+    }
+}
+
+inline fn pvStrided(comptime R: usize, comptime C: usize, x: [*]const f32, sa: usize, sj: usize, depth: usize, b: [*]const f32, b_row: usize, acc: [*]f32, acc_row: usize) void {
+    var a: [R][C]V = undefined;
+    inline for (0..R) |r| inline for (0..C) |t| {
+        a[r][t] = acc[r * acc_row + t * lanes ..][0..lanes].*;
+    };
+    for (0..depth) |j| {
+        var bv: [C]V = undefined;
+        inline for (0..C) |t| bv[t] = b[j * b_row + t * lanes ..][0..lanes].*;
+        inline for (0..R) |r| {
+            const s: V = @splat(x[r * sa + j * sj]);
+            inline for (0..C) |t| a[r][t] = fma(s, bv[t], a[r][t]);
+        }
+    }
+    inline for (0..R) |r| inline for (0..C) |t| {
+        acc[r * acc_row + t * lanes ..][0..lanes].* = a[r][t];
+    };
+}
+
+fn backwardF32(
+    rt: *const table.Runtime,
+    args: *const abi.ArgBlock,
+    o: [*]const f32,
+    lse: [*]const f32,
+    q: [*]const f32,
+    k: [*]const f32,
+    v: [*]const f32,
+    mask: ?[*]const u8,
+    g: [*]const f32,
+    dq: [*]f32,
+    dk: [*]f32,
+    dv: [*]f32,
+    work: [*]f32,
+) callconv(.c) void {
+    var bw: Backward = .{
+        .fwd = Forward.init(args, @constCast(lse), @constCast(lse), q, k, v, mask, work),
+        .o = o + u(args.ints[5]),
+        .g = g + u(args.ints[10]),
+        .dq = dq + u(args.ints[11]),
+        .dk = dk + u(args.ints[12]),
+        .dv = dv + u(args.ints[13]),
+        .count = 0,
+    };
+    const f = &bw.fwd;
+    bw.count = f.items;
+    f.work_floats = backwardFloats(f.l, f.s, f.e, f.ev);
+    if (bw.count == 0) return;
+    std.debug.assert(f.tasks <= bw.count);
+    const threads = u(@max(args.threads, 1));
+    rt.parallelFor(@ptrCast(&bw), @intCast(f.tasks), @intCast(@min(threads, f.tasks)), Backward.run);
 }
