@@ -794,7 +794,8 @@ const Entry = struct {
                 }
                 const p = @select(f32, keep, math.expFast(lanes, x - lam), @as(V, @splat(0)));
                 prow[j..][0..lanes].* = p;
-                srow[j..][0..lanes].* = p * (@as(V, srow[j..][0..lanes].*) - d) * scale;
+                // Excluded keys get exactly 0 (D may be NaN where the row's output is).
+                srow[j..][0..lanes].* = @select(f32, keep, p * (@as(V, srow[j..][0..lanes].*) - d) * scale, @as(V, @splat(0)));
             }
         }
     }
