@@ -447,9 +447,10 @@ function attentionDropout(op: string, p: unknown): number {
  * added. A query row that a Bool mask and `causal` leave with no key gives zeros and no gradient, like
  * PyTorch's safe softmax (a row that an F32 mask fills with −∞ gives NaN). `dropout` zeros attention weights
  * with `ops.dropout` (seeded by `seed`, skipped when `training` is false); `enableGqa` lets k and v have fewer
- * heads than q, each kv head serving a group of consecutive query heads, by a broadcast matmul over
- * [..., Hkv, H/Hkv, L, ·] (no copy of k or v). Built from matmul, mul, add, softmax and dropout's product,
- * whose records carry the gradient (to q, k, v and an F32 mask).
+ * heads than q, each kv head serving a group of consecutive query heads (no copy of k or v). One fused kernel
+ * call (`src/kernels/attention.ts`: key blocks with an online softmax, no L×S scores) recording Attention,
+ * whose backward is one kernel call too; with dropout in training, or when an F32 mask needs a gradient, it is
+ * built from matmul, mul, add, softmax and dropout's product, whose records carry the gradient.
  *
  * @example
  * ```ts
