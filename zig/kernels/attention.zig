@@ -1,4 +1,4 @@
-//! Scaled dot-product attention forward in one call, flash-attention style (the TypeScript reference,
+//! Scaled dot-product attention in one call each way (the backward is documented below it), flash-attention style (the TypeScript reference,
 //! `src/kernels/attention.ts`, defines the meaning): for every batch entry b and query row i,
 //! out[b, i] = Σ_j p_ij v_j / Σ_j p_ij with p_ij = exp(s_ij − m_i) over the keys j the row may see, where
 //! s_ij = scale·(q_i·k_j) (+ an f32 mask element). No L×S score matrix exists: the keys are visited in blocks
@@ -888,4 +888,46 @@ fn backwardF32(
     std.debug.assert(f.tasks <= bw.count);
     const threads = u(@max(args.threads, 1));
     rt.parallelFor(@ptrCast(&bw), @intCast(f.tasks), @intCast(@min(threads, f.tasks)), Backward.run);
+}
+
+// --- tests ---
+
+const testing = std.testing;
+
+test "two keys of equal score average their values, causal row 0 sees key 0 only, lse is log of the key count; backward of g = 1" {
+    for ([_]i32{ 0, 1 }) |mode| {
+        var args = std.mem.zeroes(abi.ArgBlock);
+        args.mode = mode;
+        args.threads = 1;
+        args.rank = 0;
+        args.ints[0..5].* = .{ 2, 2, 1, 1, 1 };
+        args.ints[8] = 1;
+        args.ints[9] = 2;
+        inline for (0..3) |t| args.operands[t].strides[0] = 1;
+        args.floats[0] = 1;
+        const q = [_]f32{ 0, 0 };
+        const k = [_]f32{ 1, 2 };
+        const v = [_]f32{ 4, 8 };
+        var out = [_]f32{ 9, 9 };
+        var lse = [_]f32{ 9, 9 };
+        var work: [16384]f32 align(64) = undefined;
+        forwardF32(&ew.test_runtime, &args, &out, &lse, &q, &k, &v, null, &work);
+        try testing.expectEqualSlices(f32, &.{ 4, 6 }, &out);
+        try testing.expectEqual(@as(f32, 0), lse[0]);
+        try testing.expectApproxEqAbs(@as(f32, std.math.ln2), lse[1], 1e-6);
+        // g = 1 on both rows: dv = the column sums of P (key 0: 1 + 1/2, key 1: 1/2); dS = P·(v − out) is
+        // nonzero on row 1 only, and q·k = 0 there, so dq = Σ dS·k and dk = Σ dS·q = 0.
+        const g = [_]f32{ 1, 1 };
+        var dq = [_]f32{ 9, 9 };
+        var dk = [_]f32{ 9, 9 };
+        var dv = [_]f32{ 9, 9 };
+        backwardF32(&ew.test_runtime, &args, &out, &lse, &q, &k, &v, null, &g, &dq, &dk, &dv, &work);
+        try testing.expectApproxEqAbs(@as(f32, 1.5), dv[0], 1e-6);
+        try testing.expectApproxEqAbs(@as(f32, 0.5), dv[1], 1e-6);
+        try testing.expectEqualSlices(f32, &.{ 0, 0 }, &dk);
+        try testing.expectEqual(@as(f32, 0), dq[0]);
+        // Row 1: dS = ½·(4 − 6), ½·(8 − 6) = −1, 1 (P = exp(−lse) within an f32 rounding of ½), so
+        // dq = −1·1 + 1·2 = 1.
+        try testing.expectApproxEqAbs(@as(f32, 1), dq[1], 1e-6);
+    }
 }
