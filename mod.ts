@@ -127,6 +127,14 @@ export type {
   NormStatistics,
 } from "./src/kernels/norm.ts";
 export type { IntegerKernels } from "./src/kernels/integer.ts";
+export type { AttentionKernels } from "./src/kernels/types.ts";
+export type {
+  AttentionBackwardKernel,
+  AttentionGradients,
+  AttentionKernel,
+  AttentionOperands,
+  AttentionParams,
+} from "./src/kernels/attention.ts";
 export type { NativePointer } from "./src/native/symbols.ts";
 export { dequantize, quantize } from "./src/ops/quantize.ts";
 export type {

@@ -180,7 +180,7 @@ for (const mode of ["exact", "fast"] as const) {
   });
 }
 
-test("attention records through its parts and, without a record, leaves only its result behind", () => {
+test("attention records one fused Attention record (its parts with dropout in training) and, without a record, leaves only its result behind", () => {
   using scope = new ActivationScope();
   const q = Tensor.randn([2, 3], { seed: 8 });
   const k = Tensor.randn([4, 3], { seed: 9 });
@@ -190,7 +190,9 @@ test("attention records through its parts and, without a record, leaves only its
   assert.equal(scope.size, before + 1, "the result only");
   assert.equal(y.gradFn, null);
   const tracked = ops.attention(q.withRequiresGrad(), k, v);
-  assert.equal(tracked.gradFn!.op, "MatMul");
+  assert.equal(tracked.gradFn!.op, "Attention");
+  const dropped = ops.attention(q.withRequiresGrad(), k, v, { dropout: 0.5, seed: 1 });
+  assert.equal(dropped.gradFn!.op, "MatMul");
   const parts = GradMode.noGrad(() => ops.attention(q.withRequiresGrad(), k, v));
   assert.equal(parts.gradFn, null);
 });

@@ -305,6 +305,20 @@ export fn zt_norm_backward_f32(args: *const abi.ArgBlock, dx: ?*anyopaque, dw: ?
     dispatch.active().norm.norm_backward_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(dx)), @ptrCast(@alignCast(dw)), @ptrCast(@alignCast(db)), @ptrCast(@alignCast(g)), @ptrCast(@alignCast(xhat)), @ptrCast(@alignCast(rstd)), @ptrCast(@alignCast(weight)), @ptrCast(@alignCast(work)));
 }
 
+// Attention
+
+/// Scaled dot-product attention forward, flash style (zig/kernels/attention.zig documents the argument
+/// block): out and each row's log-sum-exp from q, k, v and an optional Bool (u8) or f32 mask (null without).
+export fn zt_attention_f32(args: *const abi.ArgBlock, out: *anyopaque, lse: *anyopaque, q: *const anyopaque, k: *const anyopaque, v: *const anyopaque, mask: ?*const anyopaque, work: *anyopaque) void {
+    dispatch.active().attention.attention_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(out)), @ptrCast(@alignCast(lse)), @ptrCast(@alignCast(q)), @ptrCast(@alignCast(k)), @ptrCast(@alignCast(v)), @ptrCast(mask), @ptrCast(@alignCast(work)));
+}
+
+/// Its gradients: dq, dk and dv (each of the batch's full extent) from the saved out
+/// and log-sum-exp, q, k, v, the mask (null without) and the output gradient g.
+export fn zt_attention_backward_f32(args: *const abi.ArgBlock, out: *const anyopaque, lse: *const anyopaque, q: *const anyopaque, k: *const anyopaque, v: *const anyopaque, mask: ?*const anyopaque, g: *const anyopaque, dq: *anyopaque, dk: *anyopaque, dv: *anyopaque, work: *anyopaque) void {
+    dispatch.active().attention.attention_backward_f32(&ThreadPool.runtime, args, @ptrCast(@alignCast(out)), @ptrCast(@alignCast(lse)), @ptrCast(@alignCast(q)), @ptrCast(@alignCast(k)), @ptrCast(@alignCast(v)), @ptrCast(mask), @ptrCast(@alignCast(g)), @ptrCast(@alignCast(dq)), @ptrCast(@alignCast(dk)), @ptrCast(@alignCast(dv)), @ptrCast(@alignCast(work)));
+}
+
 // --- benchmark only: the machine's limits, measured by the selected variant (zig/bench.zig) ---
 
 export fn zt_bench_fma_f32(iterations: u32) f64 {

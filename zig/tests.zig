@@ -23,6 +23,7 @@ comptime {
     _ = @import("kernels/rnn.zig");
     _ = @import("kernels/select.zig");
     _ = @import("kernels/norm.zig");
+    _ = @import("kernels/attention.zig");
     _ = @import("kernels/integer.zig");
     _ = @import("bench.zig");
     // data movement

@@ -14,6 +14,7 @@ const kernels: table.KernelTable = .{
     .rnn = @import("kernels/rnn.zig").table_entries,
     .select = @import("kernels/select.zig").table_entries,
     .norm = @import("kernels/norm.zig").table_entries,
+    .attention = @import("kernels/attention.zig").table_entries,
     .integer = @import("kernels/integer.zig").table_entries,
 };
 

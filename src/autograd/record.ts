@@ -206,6 +206,13 @@ export interface RecordAttributes {
   NllLoss: ClassLossAttributes;
   /** A cross-entropy loss: its options (`ClassLossAttributes`). */
   CrossEntropy: ClassLossAttributes;
+  /** A fused attention: the score factor, causal, query heads per kv head and the kind of mask (slot 3). */
+  Attention: {
+    readonly scale: number;
+    readonly causal: boolean;
+    readonly groups: number;
+    readonly mask: "none" | "bool" | "f32";
+  };
   /** The padding index of an embedding (−1 for none). */
   Embedding: { readonly paddingIdx: number };
   /** A CTC loss: its reduction (the saved gradient already holds each sequence's factor). */

@@ -31,7 +31,7 @@ import { conv2d, fold, productParams, unfold, type WindowGeometry } from "../ops
 import { ctcLossBackward, gruBackward, lstmBackward } from "../ops/sequence.ts";
 import { classLossBackward } from "../ops/losses.ts";
 import { maxPool2dBackward } from "../ops/pool.ts";
-import { embeddingBackward } from "../ops/nn.ts";
+import { attentionBackward, embeddingBackward } from "../ops/nn.ts";
 import { binaryKernel } from "../ops/common.ts";
 import { kernelCode } from "../core/op_table.ts";
 import { batchNormBackward, layerNormBackward } from "../ops/norm.ts";
@@ -281,6 +281,9 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     return [eh === 0 && ew === 0 ? folded : slice(slice(folded, 2, 0, h), 3, 0, w)];
   },
   // Each looked-up row's gradient is added to its table row, in lookup order, except the padding row's.
+  // From the saved q, k, v, mask, output and log-sum-exp, one kernel call: P = exp(s − lse) recomputed per
+  // tile, dv = Pᵀ·g, dS = P·(g·vᵀ − rowsum(g·out)), dq = scale·dS·k, dk = scale·dSᵀ·q.
+  Attention: (r, g) => attentionBackward(r, g),
   Embedding: (r, g) => [embeddingBackward(g, r.savedTensor(0), r.inputShape(0), r.attrs.paddingIdx)],
   // d(−log p)/d lp[t, n, c] = −Σ_{s: l′ₛ = c} α_t(s)·β_t(s) / (y_t(c)·p), computed by the forward pass's
   // kernel in f64 times the reduction factor (slot 0), times g here (attribute: the reduction).

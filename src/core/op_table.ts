@@ -225,7 +225,7 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
   // The class losses (src/ops/losses.ts): one fused native kernel each, forward and backward.
   nllLoss: { kernel: k("nll", "NllLoss", 0), dtypes: "f32", grad: { record: "NllLoss" } },
   crossEntropy: { kernel: k("nll", "CrossEntropy", 1), dtypes: "f32", grad: { record: "CrossEntropy" } },
-  attention: { dtypes: "f32", grad: "composed" },
+  attention: { dtypes: "f32", grad: { record: "Attention" } },
   lstm: { dtypes: "f32", grad: { record: "Lstm" } },
   gru: { dtypes: "f32", grad: { record: "Gru" } },
   ctcLoss: { dtypes: "f32", grad: { record: "CtcLoss" } },

@@ -169,6 +169,7 @@ export type RecordKind =
   | "Embedding"
   | "NllLoss"
   | "CrossEntropy"
+  | "Attention"
   | "Lstm"
   | "Gru"
   | "CtcLoss"

@@ -36,6 +36,12 @@ import {
 import { nativeSelect, referenceSelect } from "./select.ts";
 import { nativeNorm, nativeNormBackward, referenceNorm, referenceNormBackward } from "./norm.ts";
 import { nativeIntegerKernels, referenceIntegerKernels } from "./integer.ts";
+import {
+  nativeAttention,
+  nativeAttentionBackward,
+  referenceAttention,
+  referenceAttentionBackward,
+} from "./attention.ts";
 
 /**
  * The native kernels (the default set).
@@ -79,6 +85,8 @@ export const nativeKernels: KernelSet = {
   select: nativeSelect,
   norm: nativeNorm,
   normBackward: nativeNormBackward,
+  attention: nativeAttention,
+  attentionBackward: nativeAttentionBackward,
   ...nativeIntegerKernels,
 };
 
@@ -121,6 +129,8 @@ export const referenceKernels: KernelSet = {
   select: referenceSelect,
   norm: referenceNorm,
   normBackward: referenceNormBackward,
+  attention: referenceAttention,
+  attentionBackward: referenceAttentionBackward,
   ...referenceIntegerKernels,
 };
 

@@ -20,6 +20,7 @@ import type { ConvKernels } from "./conv.ts";
 import type { SelectKernel } from "./select.ts";
 import type { NormBackwardKernel, NormKernel } from "./norm.ts";
 import type { IntegerKernels } from "./integer.ts";
+import type { AttentionBackwardKernel, AttentionKernel } from "./attention.ts";
 
 /** One operand: a storage (its native address and a typed array over all of it), an offset and strides. */
 export interface KernelOperand {
@@ -310,9 +311,17 @@ export interface NormKernels {
   readonly normBackward: NormBackwardKernel;
 }
 
+/** The fused attention kernel (src/kernels/attention.ts). */
+export interface AttentionKernels {
+  /** Scaled dot-product attention forward: the output and each query row's log-sum-exp. */
+  readonly attention: AttentionKernel;
+  /** Its gradients dq, dk and dv from the saved output and log-sum-exp. */
+  readonly attentionBackward: AttentionBackwardKernel;
+}
+
 /**
  * A complete kernel set: compute, data movement, optimizer, scatter, indexing, sequence, class-loss, convolution,
- * select, normalization and integer kernels.
+ * select, normalization, attention and integer kernels.
  */
 export type KernelSet =
   & TensorKernels
@@ -326,4 +335,5 @@ export type KernelSet =
   & ClassLossKernels
   & ConvKernels
   & SelectKernels
-  & NormKernels;
+  & NormKernels
+  & AttentionKernels;

@@ -80,6 +80,14 @@ export const symbols = {
     parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
     result: "void",
   },
+  zt_attention_f32: {
+    parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
+    result: "void",
+  },
+  zt_attention_backward_f32: {
+    parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
+    result: "void",
+  },
   zt_norm_backward_f32: {
     parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
     result: "void",

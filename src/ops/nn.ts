@@ -22,7 +22,7 @@ import {
   Tensor,
 } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
-import { record, shouldRecord } from "../autograd/record.ts";
+import { type BackwardRecord, record, shouldRecord } from "../autograd/record.ts";
 import { abs, add, div, gt, le, maximum, mul, pow, sub } from "./elementwise.ts";
 import { checkF32, checkTensor, newOutput } from "./common.ts";
 import { matmul } from "./linalg.ts";
@@ -33,6 +33,12 @@ import { IndexOp } from "../kernels/indexing.ts";
 import { dropout } from "./dropout.ts";
 import type { Seed } from "../core/random.ts";
 import { cast, contiguous, copyElements, copyInto } from "./copy.ts";
+import {
+  attentionBackwardWorkspace,
+  type AttentionOperands,
+  type AttentionParams,
+  attentionWorkspace,
+} from "../kernels/attention.ts";
 
 /** Plain tensors of one dtype that the copy kernel can move (not quantized, not blocked). */
 function checkConcatInputs(op: string, tensors: readonly Tensor[]): void {
@@ -454,9 +460,10 @@ function attentionDropout(op: string, p: unknown): number {
  * added. A query row that a Bool mask and `causal` leave with no key gives zeros and no gradient, like
  * PyTorch's safe softmax (a row that an F32 mask fills with −∞ gives NaN). `dropout` zeros attention weights
  * with `ops.dropout` (seeded by `seed`, skipped when `training` is false); `enableGqa` lets k and v have fewer
- * heads than q, each kv head serving a group of consecutive query heads, by a broadcast matmul over
- * [..., Hkv, H/Hkv, L, ·] (no copy of k or v). Built from matmul, mul, add, softmax and dropout's product,
- * whose records carry the gradient (to q, k, v and an F32 mask).
+ * heads than q, each kv head serving a group of consecutive query heads (no copy of k or v). One fused kernel
+ * call (`src/kernels/attention.ts`: key blocks with an online softmax, no L×S scores) recording Attention,
+ * whose backward is one kernel call too; with dropout in training, or when an F32 mask needs a gradient, it is
+ * built from matmul, mul, add, softmax and dropout's product, whose records carry the gradient.
  *
  * @example
  * ```ts
@@ -519,6 +526,244 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOp
     const out = matmul(grouped(probabilities, false), grouped(v, true));
     return groups === 1 ? out : reshape(out, [...scores.slice(0, -1), shapeOf(out).at(-1)!]);
   };
+  const recording = shouldRecord(q, k, v, ...(mask === undefined ? [] : [mask]));
+  // The fused kernel: without dropout, and without a gradient to an F32 mask (the composition gives that).
+  if ((p === 0 || !training) && !(mask !== undefined && bool === undefined && shouldRecord(mask))) {
+    const o = { mask, bool: bool !== undefined, causal, scale, groups, scores };
+    const fused = fusedAttention(op, q, k, v, o);
+    if (fused !== null) {
+      if (!recording) {
+        fused.lse.dispose();
+        return fused.out;
+      }
+      return record(fused.out, "Attention", [q, k, v], {
+        saved: [q, k, v, mask ?? null, fused.flat, fused.lse],
+        attrs: {
+          scale,
+          causal,
+          groups,
+          mask: mask === undefined ? "none" : bool !== undefined ? "bool" : "f32",
+        },
+        owned: [fused.lse],
+      });
+    }
+  }
   // Without a record nothing needs the intermediates: a scope frees them and keeps the result.
-  return shouldRecord(q, k, v, ...(mask === undefined ? [] : [mask])) ? run() : tidy(run);
+  return recording ? run() : tidy(run);
+}
+
+/** The batch axes the fused kernel takes (the native argument block's rank, less the two matrix axes). */
+const FUSED_BATCH_RANK = 6;
+
+/** `t` itself when its rows are contiguous (last stride 1, row stride ≥ 0), else a contiguous copy without a record. */
+function rowMajor(t: Tensor): Tensor {
+  const n = t.rank;
+  const rowsOk = (t.strides[n - 1] === 1 || t.shape[n - 1] === 1) &&
+    (t.strides[n - 2] >= 0 || t.shape[n - 2] === 1);
+  return rowsOk ? t : GradMode.noGrad(() => contiguous(t));
+}
+
+/** Strides of `t` over `shape` (right-aligned; 0 where `t` lacks the axis or has extent 1 there). */
+function alignedStrides(t: Tensor, shape: readonly number[]): number[] {
+  return shape.map((_, d) => {
+    const at = d - (shape.length - t.rank);
+    return at < 0 || t.shape[at] === 1 ? 0 : t.strides[at];
+  });
+}
+
+/** Query rows per work item and the task count of a fused call over `count` batch entries. */
+function fusedTasks(
+  count: number,
+  l: number,
+  work: number,
+  threads: number,
+): { rows: number; tasks: number } {
+  let chunks = Math.ceil(l / 256);
+  if (threads > 1) chunks = Math.max(chunks, Math.min(Math.ceil(l / 16), Math.ceil((4 * threads) / count)));
+  const rows = Math.ceil(l / chunks);
+  const items = count * Math.ceil(l / rows);
+  return { rows, tasks: work < 1 << 18 ? 1 : Math.min(threads, items) };
+}
+
+/** What the fused kernel needs of an attention call besides q, k and v. */
+interface FusedOptions {
+  readonly mask: Tensor | undefined;
+  readonly bool: boolean;
+  readonly causal: boolean;
+  readonly scale: number;
+  readonly groups: number;
+  readonly scores: readonly number[];
+}
+
+/** The fused kernel's parameters and operands for q, k, v and the mask, and the copies made for it. */
+interface FusedCall {
+  readonly params: AttentionParams;
+  readonly operands: Omit<AttentionOperands, "out" | "lse" | "work">;
+  readonly copies: Tensor[];
+}
+
+/**
+ * The batch extents of a fused call (grouped heads as [..., Hkv, G]), or null where the kernel does not
+ * apply (an empty extent, more batch axes than it takes).
+ */
+function fusedBatch(q: Tensor, v: Tensor, o: FusedOptions): number[] | null {
+  const { groups, scores } = o;
+  const [l, s] = scores.slice(-2);
+  if (l === 0 || s === 0 || q.shape[q.rank - 1] === 0 || v.shape[v.rank - 1] === 0) return null;
+  const batch = groups === 1
+    ? scores.slice(0, -2)
+    : [...scores.slice(0, -3), scores[scores.length - 3] / groups, groups];
+  return batch.length > FUSED_BATCH_RANK || batch.includes(0) ? null : batch;
+}
+
+/** Lays out q, k, v and the mask for the fused kernel; `perEntry`: one work item per batch entry (backward). */
+function fusedCall(
+  op: string,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  o: FusedOptions,
+  batch: number[],
+  perEntry: boolean,
+): FusedCall {
+  const { mask, groups, scores } = o;
+  const [l, s] = scores.slice(-2);
+  const e = q.shape[q.rank - 1];
+  const ev = v.shape[v.rank - 1];
+  const count = batch.reduce((a, b) => a * b, 1);
+  const threads = computeSettings().threads;
+  const work = count * l * s * (e + ev);
+  const { rows, tasks } = perEntry
+    ? { rows: l, tasks: work < 1 << 18 ? 1 : Math.min(threads, count) }
+    : fusedTasks(count, l, work, threads);
+  const params = { batch, l, s, e, ev, scale: o.scale, causal: o.causal, rows, tasks };
+  // Contiguous copies made for the kernel (views share their storage with the inputs and are not freed).
+  const copies: Tensor[] = [];
+  const group = (t: Tensor, kv: boolean) => {
+    if (groups === 1) return t;
+    if (kv) return unsqueeze(t, -3);
+    const [heads, r, w] = t.shape.slice(-3);
+    return reshape(t, [...t.shape.slice(0, -3), heads / groups, groups, r, w]);
+  };
+  const [qd, kd, vd] = [group(q, false), group(k, true), group(v, true)].map((t) => {
+    const d = rowMajor(t);
+    if (d !== t) copies.push(d);
+    return d;
+  });
+  let maskOperand = null;
+  if (mask !== undefined) {
+    let strides = alignedStrides(mask, scores);
+    if (groups > 1) {
+      const h = strides.length - 3;
+      strides = [...strides.slice(0, h), strides[h] * groups, strides[h], ...strides.slice(h + 1)];
+    }
+    maskOperand = mask.operand(op, strides);
+  }
+  return {
+    params,
+    operands: {
+      q: qd.operand(op, alignedStrides(qd, [...batch, l, e]).slice(0, -1)),
+      k: kd.operand(op, alignedStrides(kd, [...batch, s, e]).slice(0, -1)),
+      v: vd.operand(op, alignedStrides(vd, [...batch, s, ev]).slice(0, -1)),
+      mask: maskOperand,
+      boolMask: o.bool,
+    },
+    copies,
+  };
+}
+
+/**
+ * Attention by the fused kernel (`src/kernels/attention.ts`): the output [..., L, Ev], the kernel's
+ * contiguous output [batch, L, Ev] (the same storage) and each row's log-sum-exp [batch·L], or null where
+ * the kernel does not apply.
+ */
+function fusedAttention(
+  op: string,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  o: FusedOptions,
+): { out: Tensor; flat: Tensor; lse: Tensor } | null {
+  const batch = fusedBatch(q, v, o);
+  if (batch === null) return null;
+  const { params, operands, copies } = fusedCall(op, q, k, v, o, batch, false);
+  try {
+    const count = batch.reduce((a, b) => a * b, 1);
+    const flat = newOutput(op, [...batch, params.l, params.ev]);
+    const lse = allocate(op, [count * params.l], DType.F32, false, { scoped: true });
+    const work = allocate(op, [attentionWorkspace(params)], DType.F32, false, { scoped: true });
+    try {
+      kernels().attention(params, {
+        ...operands,
+        out: flat.operand(op),
+        lse: lse.operand(op),
+        work: work.operand(op),
+      }, computeSettings());
+    } finally {
+      work.dispose();
+    }
+    const out = o.groups === 1 ? flat : reshape(flat, [...o.scores.slice(0, -1), params.ev]);
+    return { out, flat, lse };
+  } finally {
+    for (const t of copies) t.dispose();
+  }
+}
+
+/** `t` summed down to `shape` (the axes it was broadcast along), without a record of its own. */
+function reduceTo(t: Tensor, shape: readonly number[]): Tensor {
+  const lead = t.rank - shape.length;
+  const axes = t.shape.map((_, d) => d).filter((d) =>
+    d < lead || (shape[d - lead] === 1 && t.shape[d] !== 1)
+  );
+  if (axes.length === 0) return t;
+  return reshape(sum(t, axes, { keepDims: true }), shape);
+}
+
+/**
+ * The Attention rule: dq, dk and dv by one backward kernel call (`src/kernels/attention.ts`) from the saved
+ * q, k, v, mask, output and log-sum-exp, each summed down to its input's shape (broadcast batch axes, and the
+ * query heads of a kv head with `enableGqa`).
+ */
+export function attentionBackward(r: BackwardRecord<"Attention">, g: Tensor): (Tensor | null)[] {
+  const op = "attention backward";
+  const { scale, causal, groups, mask: maskKind } = r.attrs;
+  const [q, k, v] = [0, 1, 2].map((i) => r.savedTensor(i));
+  const mask = maskKind === "none" ? undefined : r.savedTensor(3);
+  const flat = r.savedTensor(4);
+  const lse = r.savedTensor(5);
+  const l = q.shape[q.rank - 2];
+  const s = k.shape[k.rank - 2];
+  const scores = [...g.shape.slice(0, -1), s];
+  const o = { mask, bool: maskKind === "bool", causal, scale, groups, scores };
+  const batch = fusedBatch(q, v, o)!;
+  const { params, operands, copies } = fusedCall(op, q, k, v, o, batch, true);
+  const gd = g.isContiguous ? g : GradMode.noGrad(() => contiguous(g));
+  try {
+    const dq = newOutput(op, [...batch, l, params.e]);
+    const dk = newOutput(op, [...batch, s, params.e]);
+    const dv = newOutput(op, [...batch, s, params.ev]);
+    const work = allocate(op, [attentionBackwardWorkspace(params)], DType.F32, false, { scoped: true });
+    try {
+      kernels().attentionBackward(
+        params,
+        { ...operands, out: flat.operand(op), lse: lse.operand(op), work: work.operand(op) },
+        { g: gd.operand(op), dq: dq.operand(op), dk: dk.operand(op), dv: dv.operand(op) },
+        computeSettings(),
+      );
+    } finally {
+      work.dispose();
+    }
+    // Grouped heads: [..., Hkv, G, ·, ·] back to q's [..., H, ·, ·]; k and v sum over G.
+    const heads = (t: Tensor) =>
+      groups === 1 ? t : reshape(t, [...batch.slice(0, -2), batch.at(-2)! * groups, ...t.shape.slice(-2)]);
+    const kv = (t: Tensor) => groups === 1 ? t : sum(t, t.rank - 3);
+    return [
+      r.needsGrad(0) ? reduceTo(heads(dq), r.inputShape(0)) : null,
+      r.needsGrad(1) ? reduceTo(kv(dk), r.inputShape(1)) : null,
+      r.needsGrad(2) ? reduceTo(kv(dv), r.inputShape(2)) : null,
+    ];
+  } finally {
+    if (gd !== g) gd.dispose();
+    for (const t of copies) t.dispose();
+  }
 }

@@ -28,5 +28,6 @@ pub const KernelTable = extern struct {
     rnn: @import("rnn.zig").Table,
     select: @import("select.zig").Table,
     norm: @import("norm.zig").Table,
+    attention: @import("attention.zig").Table,
     integer: @import("integer.zig").Table,
 };
