@@ -13,6 +13,7 @@ import {
   allocate,
   blockSizeOf,
   dtypeOf,
+  isContiguousOf,
   isTensor,
   operandOf,
   rankOf,
@@ -557,17 +558,17 @@ const FUSED_BATCH_RANK = 6;
 
 /** `t` itself when its rows are contiguous (last stride 1, row stride ≥ 0), else a contiguous copy without a record. */
 function rowMajor(t: Tensor): Tensor {
-  const n = t.rank;
-  const rowsOk = (t.strides[n - 1] === 1 || t.shape[n - 1] === 1) &&
-    (t.strides[n - 2] >= 0 || t.shape[n - 2] === 1);
+  const n = rankOf(t);
+  const rowsOk = (stridesOf(t)[n - 1] === 1 || shapeOf(t)[n - 1] === 1) &&
+    (stridesOf(t)[n - 2] >= 0 || shapeOf(t)[n - 2] === 1);
   return rowsOk ? t : GradMode.noGrad(() => contiguous(t));
 }
 
 /** Strides of `t` over `shape` (right-aligned; 0 where `t` lacks the axis or has extent 1 there). */
 function alignedStrides(t: Tensor, shape: readonly number[]): number[] {
   return shape.map((_, d) => {
-    const at = d - (shape.length - t.rank);
-    return at < 0 || t.shape[at] === 1 ? 0 : t.strides[at];
+    const at = d - (shape.length - rankOf(t));
+    return at < 0 || shapeOf(t)[at] === 1 ? 0 : stridesOf(t)[at];
   });
 }
 
@@ -609,7 +610,7 @@ interface FusedCall {
 function fusedBatch(q: Tensor, v: Tensor, o: FusedOptions): number[] | null {
   const { groups, scores } = o;
   const [l, s] = scores.slice(-2);
-  if (l === 0 || s === 0 || q.shape[q.rank - 1] === 0 || v.shape[v.rank - 1] === 0) return null;
+  if (l === 0 || s === 0 || shapeOf(q)[rankOf(q) - 1] === 0 || shapeOf(v)[rankOf(v) - 1] === 0) return null;
   const batch = groups === 1
     ? scores.slice(0, -2)
     : [...scores.slice(0, -3), scores[scores.length - 3] / groups, groups];
@@ -628,8 +629,8 @@ function fusedCall(
 ): FusedCall {
   const { mask, groups, scores } = o;
   const [l, s] = scores.slice(-2);
-  const e = q.shape[q.rank - 1];
-  const ev = v.shape[v.rank - 1];
+  const e = shapeOf(q)[rankOf(q) - 1];
+  const ev = shapeOf(v)[rankOf(v) - 1];
   const count = batch.reduce((a, b) => a * b, 1);
   const threads = computeSettings().threads;
   const work = count * l * s * (e + ev);
@@ -642,8 +643,8 @@ function fusedCall(
   const group = (t: Tensor, kv: boolean) => {
     if (groups === 1) return t;
     if (kv) return unsqueeze(t, -3);
-    const [heads, r, w] = t.shape.slice(-3);
-    return reshape(t, [...t.shape.slice(0, -3), heads / groups, groups, r, w]);
+    const [heads, r, w] = shapeOf(t).slice(-3);
+    return reshape(t, [...shapeOf(t).slice(0, -3), heads / groups, groups, r, w]);
   };
   const [qd, kd, vd] = [group(q, false), group(k, true), group(v, true)].map((t) => {
     const d = rowMajor(t);
@@ -657,14 +658,14 @@ function fusedCall(
       const h = strides.length - 3;
       strides = [...strides.slice(0, h), strides[h] * groups, strides[h], ...strides.slice(h + 1)];
     }
-    maskOperand = mask.operand(op, strides);
+    maskOperand = operandOf(mask, op, strides);
   }
   return {
     params,
     operands: {
-      q: qd.operand(op, alignedStrides(qd, [...batch, l, e]).slice(0, -1)),
-      k: kd.operand(op, alignedStrides(kd, [...batch, s, e]).slice(0, -1)),
-      v: vd.operand(op, alignedStrides(vd, [...batch, s, ev]).slice(0, -1)),
+      q: operandOf(qd, op, alignedStrides(qd, [...batch, l, e]).slice(0, -1)),
+      k: operandOf(kd, op, alignedStrides(kd, [...batch, s, e]).slice(0, -1)),
+      v: operandOf(vd, op, alignedStrides(vd, [...batch, s, ev]).slice(0, -1)),
       mask: maskOperand,
       boolMask: o.bool,
     },
@@ -695,9 +696,9 @@ function fusedAttention(
     try {
       kernels().attention(params, {
         ...operands,
-        out: flat.operand(op),
-        lse: lse.operand(op),
-        work: work.operand(op),
+        out: operandOf(flat, op),
+        lse: operandOf(lse, op),
+        work: operandOf(work, op),
       }, computeSettings());
     } finally {
       work.dispose();
@@ -711,9 +712,9 @@ function fusedAttention(
 
 /** `t` summed down to `shape` (the axes it was broadcast along), without a record of its own. */
 function reduceTo(t: Tensor, shape: readonly number[]): Tensor {
-  const lead = t.rank - shape.length;
-  const axes = t.shape.map((_, d) => d).filter((d) =>
-    d < lead || (shape[d - lead] === 1 && t.shape[d] !== 1)
+  const lead = rankOf(t) - shape.length;
+  const axes = shapeOf(t).map((_, d) => d).filter((d) =>
+    d < lead || (shape[d - lead] === 1 && shapeOf(t)[d] !== 1)
   );
   if (axes.length === 0) return t;
   return reshape(sum(t, axes, { keepDims: true }), shape);
@@ -731,13 +732,13 @@ export function attentionBackward(r: BackwardRecord<"Attention">, g: Tensor): (T
   const mask = maskKind === "none" ? undefined : r.savedTensor(3);
   const flat = r.savedTensor(4);
   const lse = r.savedTensor(5);
-  const l = q.shape[q.rank - 2];
-  const s = k.shape[k.rank - 2];
-  const scores = [...g.shape.slice(0, -1), s];
+  const l = shapeOf(q)[rankOf(q) - 2];
+  const s = shapeOf(k)[rankOf(k) - 2];
+  const scores = [...shapeOf(g).slice(0, -1), s];
   const o = { mask, bool: maskKind === "bool", causal, scale, groups, scores };
   const batch = fusedBatch(q, v, o)!;
   const { params, operands, copies } = fusedCall(op, q, k, v, o, batch, true);
-  const gd = g.isContiguous ? g : GradMode.noGrad(() => contiguous(g));
+  const gd = isContiguousOf(g) ? g : GradMode.noGrad(() => contiguous(g));
   try {
     const dq = newOutput(op, [...batch, l, params.e]);
     const dk = newOutput(op, [...batch, s, params.e]);
@@ -746,8 +747,8 @@ export function attentionBackward(r: BackwardRecord<"Attention">, g: Tensor): (T
     try {
       kernels().attentionBackward(
         params,
-        { ...operands, out: flat.operand(op), lse: lse.operand(op), work: work.operand(op) },
-        { g: gd.operand(op), dq: dq.operand(op), dk: dk.operand(op), dv: dv.operand(op) },
+        { ...operands, out: operandOf(flat, op), lse: operandOf(lse, op), work: operandOf(work, op) },
+        { g: operandOf(gd, op), dq: operandOf(dq, op), dk: operandOf(dk, op), dv: operandOf(dv, op) },
         computeSettings(),
       );
     } finally {
@@ -755,8 +756,8 @@ export function attentionBackward(r: BackwardRecord<"Attention">, g: Tensor): (T
     }
     // Grouped heads: [..., Hkv, G, ·, ·] back to q's [..., H, ·, ·]; k and v sum over G.
     const heads = (t: Tensor) =>
-      groups === 1 ? t : reshape(t, [...batch.slice(0, -2), batch.at(-2)! * groups, ...t.shape.slice(-2)]);
-    const kv = (t: Tensor) => groups === 1 ? t : sum(t, t.rank - 3);
+      groups === 1 ? t : reshape(t, [...batch.slice(0, -2), batch.at(-2)! * groups, ...shapeOf(t).slice(-2)]);
+    const kv = (t: Tensor) => groups === 1 ? t : sum(t, rankOf(t) - 3);
     return [
       r.needsGrad(0) ? reduceTo(heads(dq), r.inputShape(0)) : null,
       r.needsGrad(1) ? reduceTo(kv(dk), r.inputShape(1)) : null,
