@@ -280,7 +280,7 @@ pub fn Gemm(comptime T: type) type {
                             const mc = @min(sizes.mc, rows - ic);
                             source.packA(m0 + ic, mc, pc, kc, ws.a_pack);
                             const partial = ws.partial + (ic / mr) * ws.partial_row_tiles * mr * nr;
-                            macroKernel(mc, nc, kc, ws, offsetBy([*]f32, block, @as(isize, @intCast(ic)) * rs_c), rs_c, cs_c, partial, pass);
+                            macroKernel(mc, nc, kc, ws, ws.b_pack, offsetBy([*]f32, block, @as(isize, @intCast(ic)) * rs_c), rs_c, cs_c, partial, pass);
                         }
                     }
                 }
