@@ -5,9 +5,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DType, ops, Tensor, TensorShapeError } from "../mod.ts";
-import type { IndexOp } from "../src/kernels/indexing.ts";
+import { IndexOp } from "../src/kernels/indexing.ts";
 import { indexCase, newTally } from "./helpers/kernels_conformance.ts";
 import { OperandPool } from "./helpers/operands.ts";
+import { native } from "../src/native/library.ts";
 
 test("gather, scatter-add and cumsum match the reference bitwise, and refuse the same bad indices", () => {
   const tally = newTally();
@@ -23,6 +24,33 @@ test("gather, scatter-add and cumsum match the reference bitwise, and refuse the
   assert.deepEqual(tally.failures, []);
   assert.equal(tally.cases, 360);
   assert.ok(tally.elements > 3_000, `${tally.elements} outputs`);
+});
+
+test("a gather big enough to split across threads is the reference's bits for 1 to 4 threads", () => {
+  const pool = new OperandPool();
+  try {
+    for (const threads of [1, 2, 3, 4]) {
+      for (const [i, shape] of [[64, 4097], [3, 300, 301], [9000, 37]].entries()) {
+        const tally = newTally();
+        const before = native.zt_thread_jobs();
+        // Random strides and axes: some cases take the whole-row copy (an index constant along the last
+        // axis), the others the element walk.
+        indexCase(pool, tally, 810_000 + 10 * threads + i, {
+          op: IndexOp.Gather,
+          shape,
+          threads,
+          inRange: true,
+        });
+        const jobs = native.zt_thread_jobs() - before;
+        assert.deepEqual(tally.failures, []);
+        if (threads === 1) assert.equal(jobs, 0, `${shape}: one thread ran a pool job`);
+        else assert.ok(jobs >= 1, `${shape}: no pool job with ${threads} threads`);
+        pool.release();
+      }
+    }
+  } finally {
+    pool.release();
+  }
 });
 
 test("an index out of range is a TensorShapeError naming the op, the index and the bound; nothing is read", () => {

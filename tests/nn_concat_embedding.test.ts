@@ -2,7 +2,16 @@
 // the Concat and Embedding records, padding rows, errors.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ActivationScope, DType, DTypeError, ops, quantize, Tensor, TensorShapeError } from "../mod.ts";
+import {
+  ActivationScope,
+  DType,
+  DTypeError,
+  ops,
+  quantize,
+  Tensor,
+  TensorCompute,
+  TensorShapeError,
+} from "../mod.ts";
 import * as R from "./helpers/f64.ts";
 
 test("concat joins along any axis, reading strided and empty inputs", () => {
@@ -103,6 +112,28 @@ test("embedding looks rows up for any integer index dtype and shape, from a stri
   ]]);
   assert.deepEqual([...ops.embedding(Tensor.scalar(3, { dtype: DType.I32 }), table).shape], [3]);
   assert.deepEqual([...ops.embedding(Tensor.zeros([0], { dtype: DType.I32 }), table).shape], [0, 3]);
+});
+
+test("a lookup big enough to split across threads copies the same rows for 1 to 4 threads, from a strided table too", () => {
+  using _ = new ActivationScope();
+  const [rows, dim, count] = [300, 520, 1100];
+  const table = Tensor.randn([rows, dim], { seed: 5 });
+  const values = new Int32Array(count);
+  for (let i = 0; i < count; i++) values[i] = (i * 7919 + 13) % rows;
+  const ids = Tensor.from(values);
+  const data = table.toArray() as Float32Array;
+  const expected = new Float32Array(count * dim);
+  for (let i = 0; i < count; i++) {
+    expected.set(data.subarray(values[i] * dim, (values[i] + 1) * dim), i * dim);
+  }
+  const strided = table.T.contiguous().T; // the same values, column-major: the element walk
+  for (const threads of [1, 2, 3, 4]) {
+    for (const source of [table, strided]) {
+      const out = TensorCompute.run({ threads }, () => ops.embedding(ids, source)).toArray() as Float32Array;
+      assert.equal(out.length, expected.length);
+      assert.equal(out.findIndex((v, i) => v !== expected[i]), -1, `${threads} threads: a row differs`);
+    }
+  }
 });
 
 test("the Embedding record saves the indices and the padding row; lookups of it get no gradient", () => {

@@ -1,5 +1,8 @@
 //! A small persistent pool of worker threads for `parallel_for`. Workers are started lazily, up to the
-//! largest thread count asked for, and sleep on a futex between jobs. The caller takes part in its own job.
+//! largest thread count asked for. Between jobs a worker first spins for `spin_ns` (so that a job that
+//! follows soon, as the calls of a training step do, starts without a futex wake-up, which costs tens of
+//! microseconds on a virtual machine), then sleeps on a futex; the caller wakes sleepers only when there are
+//! any, and spins the same way before it sleeps waiting for its helpers. The caller takes part in its own job.
 //! One job runs at a time; a caller that finds the pool busy (another JS worker, say) runs its tasks itself,
 //! which changes nothing in the results: each task writes its own outputs in a fixed order.
 const std = @import("std");
@@ -23,6 +26,13 @@ next: std.atomic.Value(u32) = .init(0),
 pending: std.atomic.Value(u32) = .init(0),
 /// Jobs run with helper threads since load (what tests read to know the threaded path ran).
 jobs: std.atomic.Value(u32) = .init(0),
+/// Workers asleep on `state`, or about to be: a new job wakes them only when this is nonzero.
+sleepers: std.atomic.Value(u32) = .init(0),
+/// Whether the caller sleeps on `pending` (or is about to): the last helper wakes it only then.
+caller_asleep: std.atomic.Value(u32) = .init(0),
+
+/// How long a thread spins on a word before it sleeps on it.
+const spin_ns = 100 * std.time.ns_per_us;
 
 fn io() Io {
     return Io.Threaded.global_single_threaded.io();
@@ -51,13 +61,33 @@ pub fn parallelFor(pool: *ThreadPool, context: *anyopaque, tasks: u32, threads: 
     const job = (pool.state.load(.monotonic) >> 8) +% 1;
     pool.pending.store(helpers, .monotonic);
     _ = pool.jobs.fetchAdd(1, .monotonic);
-    pool.state.store((job << 8) | helpers, .release);
-    io().futexWake(u32, &pool.state.raw, std.math.maxInt(u32));
+    // Sequentially consistent, as the sleepers' count below and in workerMain: either the caller sees a
+    // worker's count or the worker sees the new state (and its futex wait returns at once).
+    pool.state.store((job << 8) | helpers, .seq_cst);
+    if (pool.sleepers.load(.seq_cst) > 0) io().futexWake(u32, &pool.state.raw, std.math.maxInt(u32));
     pool.drain();
+    var left = pool.pending.load(.acquire);
+    if (left != 0) left = spinWhile(&pool.pending, left);
+    while (left != 0) {
+        pool.caller_asleep.store(1, .seq_cst);
+        left = pool.pending.load(.seq_cst);
+        if (left != 0) io().futexWaitUncancelable(u32, &pool.pending.raw, left);
+        pool.caller_asleep.store(0, .monotonic);
+        left = pool.pending.load(.acquire);
+    }
+}
+
+/// Spins while `word` holds `value`, for at most `spin_ns`; returns the word's last value.
+fn spinWhile(word: *const std.atomic.Value(u32), value: u32) u32 {
+    var now = value;
+    const start = Io.Clock.awake.now(io()).nanoseconds;
     while (true) {
-        const left = pool.pending.load(.acquire);
-        if (left == 0) break;
-        io().futexWaitUncancelable(u32, &pool.pending.raw, left);
+        for (0..64) |_| {
+            now = word.load(.acquire);
+            if (now != value) return now;
+            std.atomic.spinLoopHint();
+        }
+        if (Io.Clock.awake.now(io()).nanoseconds - start >= spin_ns) return now;
     }
 }
 
@@ -85,15 +115,19 @@ fn ensureWorkers(pool: *ThreadPool, count: u32) u32 {
 fn workerMain(pool: *ThreadPool, index: u32, start_state: u32) void {
     var seen = start_state;
     while (true) {
-        var now = pool.state.load(.acquire);
+        var now = spinWhile(&pool.state, seen);
         while (now == seen) {
-            io().futexWaitUncancelable(u32, &pool.state.raw, seen);
+            _ = pool.sleepers.fetchAdd(1, .seq_cst);
+            if (pool.state.load(.seq_cst) == seen) io().futexWaitUncancelable(u32, &pool.state.raw, seen);
+            _ = pool.sleepers.fetchSub(1, .monotonic);
             now = pool.state.load(.acquire);
         }
         seen = now;
         if (index >= now & 0xFF) continue;
         pool.drain();
-        if (pool.pending.fetchSub(1, .acq_rel) == 1) io().futexWake(u32, &pool.pending.raw, 1);
+        if (pool.pending.fetchSub(1, .seq_cst) == 1 and pool.caller_asleep.load(.seq_cst) != 0) {
+            io().futexWake(u32, &pool.pending.raw, 1);
+        }
     }
 }
 

@@ -488,21 +488,21 @@ export function conformanceRun(seed: number, count: number): ConformanceReport {
 
 /**
  * Runs one random indexing case (gather, scatter-add or cumsum, `src/kernels/indexing.ts`): random strides,
- * broadcast inputs, I32 or I64 indices, and now and then an index out of range, which both kernels must refuse
- * without writing. Always bitwise (the kernel is the same in both modes).
+ * broadcast inputs, I32 or I64 indices, and now and then an index out of range (unless `force.inRange`), which
+ * both kernels must refuse without writing. Always bitwise (the kernel is the same in both modes).
  */
 export function indexCase(
   pool: OperandPool,
   tally: Tally,
   seed: number,
-  force: { op?: IndexOp } = {},
+  force: { op?: IndexOp; shape?: number[]; threads?: number; inRange?: boolean } = {},
 ): Outputs {
   const rng = new Rng(seed);
   const op = force.op ?? (rng.int(Object.keys(IndexOp).length) as IndexOp);
-  const shape = randomShape(rng, { minRank: 1, maxRank: 4, allowEmpty: true });
+  const shape = force.shape ?? randomShape(rng, { minRank: 1, maxRank: 4, allowEmpty: true });
   const axis = rng.int(shape.length);
   const bound = 1 + rng.int(6);
-  const settings = settingsFor(rng);
+  const settings = { ...settingsFor(rng), ...(force.threads ? { threads: force.threads } : {}) };
   // The indexed operand: the iteration shape with `bound` along the axis (cumsum: the iteration shape).
   const tableShape = shape.map((e, d) => (d === axis && op !== IndexOp.CumSum ? bound : e));
   const writesTable = op === IndexOp.ScatterAdd;
@@ -514,7 +514,7 @@ export function indexCase(
   if (op !== IndexOp.CumSum) {
     const wide = rng.chance(0.5);
     index = pool.operand(wide ? "i64" : "i32", randomView(rng, shape, { broadcast: true }));
-    const bad = rng.chance(0.1) ? rng.int(index.data.length) : -1;
+    const bad = !force.inRange && rng.chance(0.1) ? rng.int(index.data.length) : -1;
     for (let i = 0; i < index.data.length; i++) {
       const v = i === bad ? rng.pick([-1, bound]) : rng.int(bound);
       if (wide) (index.data as BigInt64Array)[i] = BigInt(v);

@@ -39,22 +39,38 @@ pub const table_entries: Table = .{ .ctc_f32 = ctcF32 };
 const neg_inf = -std.math.inf(f64);
 /// f64 lanes of this ISA's vectors.
 const lanes = @max(1, (std.simd.suggestVectorLength(f32) orelse 1) / 2);
+/// Cells per step of a row: four vectors, whose chains of dependent operations (the exponentials' and the
+/// logarithm's polynomials) overlap; the lanes are independent, so the width changes no bit.
+const wide = 4 * lanes;
 
 fn splat(comptime n: usize, x: f64) @Vector(n, f64) {
     return @splat(x);
 }
 
 /// log(eᵃ + eᵇ + eᶜ) = m + log(e^(a−m) + e^(b−m) + e^(c−m)) with m the largest (−∞ when all are), per lane.
-fn logSum3(comptime n: usize, a: @Vector(n, f64), b: @Vector(n, f64), c: @Vector(n, f64)) @Vector(n, f64) {
-    const m1 = @select(f64, a > b, a, b);
-    const m = @select(f64, m1 > c, m1, c);
-    const sum = (math.expV(n, a - m) + math.expV(n, b - m)) + math.expV(n, c - m);
+/// The largest term's own difference is m − m, whose exponential is 1 (or m − m itself, NaN, where m is not
+/// finite, as exp gives), so only the other two exponentials are computed; each term keeps its place in the
+/// sum, so the bits are those of three exponentials.
+inline fn logSum3(comptime n: usize, a: @Vector(n, f64), b: @Vector(n, f64), c: @Vector(n, f64)) @Vector(n, f64) {
+    const a_wins = a > b;
+    const m1 = @select(f64, a_wins, a, b);
+    const c_wins = !(m1 > c);
+    const m = @select(f64, c_wins, c, m1);
+    const zero = m - m;
+    const own = @select(f64, zero == splat(n, 0), splat(n, 1), zero);
+    // The two others: a and b when c is the largest, else the smaller of a, b and then c.
+    const ex = math.expV(n, @select(f64, c_wins, a, @select(f64, a_wins, b, a)) - m);
+    const ey = math.expV(n, @select(f64, c_wins, b, c) - m);
+    const ea = @select(f64, c_wins, ex, @select(f64, a_wins, own, ex));
+    const eb = @select(f64, c_wins, ey, @select(f64, a_wins, ex, own));
+    const ec = @select(f64, c_wins, own, ey);
+    const sum = (ea + eb) + ec;
     return @select(f64, m == splat(n, neg_inf), splat(n, neg_inf), m + math.logV(n, sum));
 }
 
 /// One recursion step over lanes: the log-sum of three neighbours of the previous row plus the step's log
 /// probability, −∞ where the sum is.
-fn cell(comptime n: usize, a: @Vector(n, f64), b: @Vector(n, f64), c: @Vector(n, f64), lp: @Vector(n, f64)) @Vector(n, f64) {
+inline fn cell(comptime n: usize, a: @Vector(n, f64), b: @Vector(n, f64), c: @Vector(n, f64), lp: @Vector(n, f64)) @Vector(n, f64) {
     const sum = logSum3(n, a, b, c);
     return @select(f64, sum == splat(n, neg_inf), splat(n, neg_inf), sum + lp);
 }
@@ -126,16 +142,8 @@ const Problem = struct {
                 for (0..s_len) |s| row[2 + s] = if (s < 2) 0 + lpe[s] else neg_inf;
                 continue;
             }
-            const prev = alpha + (t - 1) * r;
-            var s: usize = 0;
-            while (s + lanes <= s_len) : (s += lanes) {
-                const c = load(lanes, prev + s) + load(lanes, skip + s);
-                row[2 + s ..][0..lanes].* = cell(lanes, load(lanes, prev + 2 + s), load(lanes, prev + 1 + s), c, load(lanes, lpe + s));
-            }
-            while (s < s_len) : (s += 1) {
-                const c = load(1, prev + s) + load(1, skip + s);
-                row[2 + s ..][0..1].* = cell(1, load(1, prev + 2 + s), load(1, prev + 1 + s), c, load(1, lpe + s));
-            }
+            const step: Step = .{ .row = row + 2, .from = alpha + (t - 1) * r, .skip = skip, .lpe = lpe, .forward = true };
+            eachCell(s_len, &step);
         }
         var nll: f64 = undefined;
         if (inputs == 0) {
@@ -162,22 +170,21 @@ const Problem = struct {
             if (t == inputs - 1) {
                 for (0..s_len) |s| row[2 + s] = if (s + 2 >= s_len) 0 + lpe[s] else neg_inf;
             } else {
-                const next = beta + (t + 1) * r;
-                var s: usize = 0;
-                while (s + lanes <= s_len) : (s += lanes) {
-                    const c = load(lanes, next + 4 + s) + load(lanes, skip + 2 + s);
-                    row[2 + s ..][0..lanes].* = cell(lanes, load(lanes, next + 2 + s), load(lanes, next + 3 + s), c, load(lanes, lpe + s));
-                }
-                while (s < s_len) : (s += 1) {
-                    const c = load(1, next + 4 + s) + load(1, skip + 2 + s);
-                    row[2 + s ..][0..1].* = cell(1, load(1, next + 2 + s), load(1, next + 3 + s), c, load(1, lpe + s));
-                }
+                const step: Step = .{ .row = row + 2, .from = beta + (t + 1) * r, .skip = skip, .lpe = lpe, .forward = false };
+                eachCell(s_len, &step);
             }
             // Each position's share of the paths through step t over the probability there, into α's row.
             const a_row = alpha + t * r + 2;
-            var s: usize = 0;
-            while (s + lanes <= s_len) : (s += lanes) a_row[s..][0..lanes].* = occupancy(lanes, a_row + s, row + 2 + s, lpe + s, nll);
-            while (s < s_len) : (s += 1) a_row[s..][0..1].* = occupancy(1, a_row + s, row + 2 + s, lpe + s, nll);
+            if (s_len < lanes) {
+                for (0..s_len) |s| a_row[s..][0..1].* = occupancy(1, a_row + s, row + 2 + s, lpe + s, nll);
+            } else {
+                // In place: the last (overlapping) vector is computed before the others overwrite its input.
+                const last = occupancy(lanes, a_row + s_len - lanes, row + 2 + s_len - lanes, lpe + s_len - lanes, nll);
+                var s: usize = 0;
+                while (s + wide <= s_len) : (s += wide) a_row[s..][0..wide].* = occupancy(wide, a_row + s, row + 2 + s, lpe + s, nll);
+                while (s + lanes <= s_len) : (s += lanes) a_row[s..][0..lanes].* = occupancy(lanes, a_row + s, row + 2 + s, lpe + s, nll);
+                a_row[s_len - lanes ..][0..lanes].* = last;
+            }
             @memset(sums[0..p.classes], 0);
             for (0..s_len) |q| sums[ext(p.blank, labels, q)] += a_row[q];
             const g = grad + (t * p.batch + n) * p.classes;
@@ -188,6 +195,42 @@ const Problem = struct {
         }
     }
 };
+
+/// One row of α (from the row before: cells s, s − 1 and, where skip allows, s − 2) or of β (from the row
+/// after: s, s + 1, s + 2); `row`, `from` and their cells as in Problem.sequence.
+const Step = struct {
+    row: [*]f64,
+    from: [*]f64,
+    skip: [*]const f64,
+    lpe: [*]const f64,
+    forward: bool,
+
+    inline fn at(step: *const Step, comptime n: usize, s: usize) void {
+        const lp = load(n, step.lpe + s);
+        if (step.forward) {
+            const c = load(n, step.from + s) + load(n, step.skip + s);
+            step.row[s..][0..n].* = cell(n, load(n, step.from + 2 + s), load(n, step.from + 1 + s), c, lp);
+        } else {
+            const c = load(n, step.from + 4 + s) + load(n, step.skip + 2 + s);
+            step.row[s..][0..n].* = cell(n, load(n, step.from + 2 + s), load(n, step.from + 3 + s), c, lp);
+        }
+    }
+};
+
+/// `step.at` over the cells 0..len in vectors of `wide` cells (or `lanes` for a shorter row), the last one
+/// overlapping the one before when len is not a multiple (its cells depend only on the other row, so they come
+/// out the same bits again); one cell at a time for a row shorter than a vector.
+fn eachCell(len: usize, step: *const Step) void {
+    inline for (.{ wide, lanes }) |n| {
+        if (len >= n) {
+            var s: usize = 0;
+            while (s + n <= len) : (s += n) step.at(n, s);
+            if (s < len) step.at(n, len - n);
+            return;
+        }
+    }
+    for (0..len) |s| step.at(1, s);
+}
 
 /// exp(α + β − lp + nll) per lane, 0 where α + β is −∞.
 fn occupancy(comptime n: usize, a: [*]const f64, b: [*]const f64, lp: [*]const f64, nll: f64) @Vector(n, f64) {
@@ -267,4 +310,20 @@ test "two uniform steps over {blank, a}: the loss of \"a\" is −log(3/4) and it
     try testing.expectApproxEqAbs(-@log(0.75), @as(f64, out[0]), 1e-6);
     // d(−log p)/d lp is minus the occupancy of each class, which sums to 1 over the classes at each step.
     for (0..2) |t| try testing.expectApproxEqAbs(@as(f32, -1.0), grad[2 * t] + grad[2 * t + 1], 1e-6);
+}
+
+test "logSum3 gives the bits of the three-exponential sum, ties, infinities and NaN included" {
+    const values = [_]f64{ 0, -0.0, -1.5, -1.5, -700, -800, neg_inf, std.math.inf(f64), std.math.nan(f64), -3.25e-5 };
+    for (values) |a| for (values) |b| for (values) |c| {
+        const m1 = if (a > b) a else b;
+        const m = if (m1 > c) m1 else c;
+        const sum = (math.exp(a - m) + math.exp(b - m)) + math.exp(c - m);
+        const want = if (m == neg_inf) neg_inf else m + math.log(sum);
+        const got = logSum3(1, .{a}, .{b}, .{c})[0];
+        if (std.math.isNan(want)) {
+            try testing.expect(std.math.isNan(got));
+        } else {
+            try testing.expectEqual(@as(u64, @bitCast(want)), @as(u64, @bitCast(got)));
+        }
+    };
 }

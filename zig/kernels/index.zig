@@ -11,7 +11,8 @@
 //! index), 1 = flat, 2 = index; ints[0] = axis, ints[1] = the table's extent along axis (the bound of the
 //! indices), ints[2] = the index element size in bytes (4 or 8). Gather and scatter_add first check every index
 //! against [0, bound) and return 1, writing nothing, when one is outside; otherwise 0. Every result is the same
-//! in both arithmetic modes and on every ISA (scalar code, one thread), and equal to the TypeScript reference
+//! in both arithmetic modes, on every ISA and for every thread count (a gather's rows split across threads,
+//! each row copied by one; scatter_add and cum_sum on one thread), and equal to the TypeScript reference
 //! (`src/kernels/indexing.ts`).
 const std = @import("std");
 const abi = @import("../abi.zig");
@@ -45,6 +46,20 @@ fn Odometer(comptime n: usize) type {
         offsets: [n]isize,
         strides: [n][abi.max_rank]i32,
 
+        /// Moves from the start (every coordinate 0) to the `flat`-th position in row-major order.
+        fn seek(self: *@This(), shape: []const i32, flat: usize) void {
+            var rest = flat;
+            var d = shape.len;
+            while (d > 0) {
+                d -= 1;
+                const extent: usize = @intCast(shape[d]);
+                const c = rest % extent;
+                rest /= extent;
+                self.coord[d] = @intCast(c);
+                for (0..n) |k| self.offsets[k] += @as(isize, @intCast(c)) * self.strides[k][d];
+            }
+        }
+
         fn next(self: *@This(), shape: []const i32) void {
             var d = shape.len;
             while (d > 0) {
@@ -66,7 +81,6 @@ fn readIndex(index: [*]const u8, bytes: i32, at: isize) i64 {
 
 /// `zt_index_f32`: see the file comment.
 pub fn indexF32(rt: *const table.Runtime, args: *const abi.ArgBlock, tbl_raw: [*]u8, flat_raw: [*]u8, index_raw: ?[*]const u8) callconv(.c) i32 {
-    _ = rt;
     std.debug.assert(args.op >= 0 and args.op < @typeInfo(IndexOp).@"enum".fields.len);
     const shape = args.shapeSlice();
     const axis: usize = @intCast(args.ints[0]);
@@ -109,37 +123,78 @@ pub fn indexF32(rt: *const table.Runtime, args: *const abi.ArgBlock, tbl_raw: [*
     const axis_stride: isize = args.operands[0].strides[axis];
     var table_strides = args.operands[0].strides;
     table_strides[axis] = 0;
-    const table_step: isize = table_strides[last];
-    const flat_step: isize = args.operands[1].strides[last];
-    var walk: Odometer(3) = .{
-        .offsets = .{ args.operands[0].offset, args.operands[1].offset, args.operands[2].offset },
-        .strides = .{ table_strides, args.operands[1].strides, args.operands[2].strides },
+    const walk: Walk = .{
+        .op = op,
+        .tbl = tbl,
+        .flat = flat,
+        .index = index,
+        .bytes = bytes,
+        .shape = outer_shape,
+        .inner = inner,
+        .axis_stride = axis_stride,
+        .index_step = index_step,
+        .table_step = table_strides[last],
+        .flat_step = args.operands[1].strides[last],
+        .start = .{
+            .offsets = .{ args.operands[0].offset, args.operands[1].offset, args.operands[2].offset },
+            .strides = .{ table_strides, args.operands[1].strides, args.operands[2].strides },
+        },
     };
-    for (0..rows) |_| {
-        var t = walk.offsets[0];
-        var f = walk.offsets[1];
-        var i = walk.offsets[2];
-        if (op == .gather and index_step == 0 and table_step == 1 and flat_step == 1) {
-            const from = ew.at([*]f32, tbl, t + @as(isize, @intCast(readIndex(index, bytes, i))) * axis_stride);
-            @memcpy(ew.at([*]f32, flat, f)[0..inner], from[0..inner]);
-        } else {
-            // In row-major order, one element at a time (scatter_add adds in this order).
-            for (0..inner) |_| {
-                const at = t + @as(isize, @intCast(readIndex(index, bytes, i))) * axis_stride;
-                switch (op) {
-                    .gather => ew.at([*]f32, flat, f)[0] = ew.at([*]f32, tbl, at)[0],
-                    .scatter_add => ew.at([*]f32, tbl, at)[0] += ew.at([*]f32, flat, f)[0],
-                    .cum_sum => unreachable,
-                }
-                t += table_step;
-                f += flat_step;
-                i += index_step;
-            }
-        }
-        walk.next(outer_shape);
+    // A gather writes each row of flat once, so its rows split across threads; scatter_add stays on one
+    // thread, in row-major order (two rows may add to the same table element).
+    if (op == .gather) {
+        ew.parallelRange(rt, args.threads, rows, @max(1, ew.streaming_min_elements / inner), 1, &walk);
+    } else {
+        walk.range(0, rows);
     }
     return 0;
 }
+
+/// The rows of a gather or scatter_add (the last axis of the iteration shape), walked from any row.
+const Walk = struct {
+    op: IndexOp,
+    tbl: [*]f32,
+    flat: [*]f32,
+    index: [*]const u8,
+    bytes: i32,
+    /// The iteration shape with the last axis set to 1: one step per row.
+    shape: []const i32,
+    inner: usize,
+    axis_stride: isize,
+    index_step: isize,
+    table_step: isize,
+    flat_step: isize,
+    /// The odometer at row 0.
+    start: Odometer(3),
+
+    pub fn range(w: *const Walk, first: usize, end: usize) void {
+        var walk = w.start;
+        walk.seek(w.shape, first);
+        for (first..end) |_| {
+            var t = walk.offsets[0];
+            var f = walk.offsets[1];
+            var i = walk.offsets[2];
+            if (w.op == .gather and w.index_step == 0 and w.table_step == 1 and w.flat_step == 1) {
+                const from = ew.at([*]f32, w.tbl, t + @as(isize, @intCast(readIndex(w.index, w.bytes, i))) * w.axis_stride);
+                @memcpy(ew.at([*]f32, w.flat, f)[0..w.inner], from[0..w.inner]);
+            } else {
+                // In row-major order, one element at a time (scatter_add adds in this order).
+                for (0..w.inner) |_| {
+                    const at = t + @as(isize, @intCast(readIndex(w.index, w.bytes, i))) * w.axis_stride;
+                    switch (w.op) {
+                        .gather => ew.at([*]f32, w.flat, f)[0] = ew.at([*]f32, w.tbl, at)[0],
+                        .scatter_add => ew.at([*]f32, w.tbl, at)[0] += ew.at([*]f32, w.flat, f)[0],
+                        .cum_sum => unreachable,
+                    }
+                    t += w.table_step;
+                    f += w.flat_step;
+                    i += w.index_step;
+                }
+            }
+            walk.next(w.shape);
+        }
+    }
+};
 
 fn cumSum(args: *const abi.ArgBlock, shape: []const i32, axis: usize, a: [*]const f32, out: [*]f32) void {
     var outer: [abi.max_rank]i32 = undefined;

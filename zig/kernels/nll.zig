@@ -149,15 +149,17 @@ const Problem = struct {
     }
 
     /// Fast mode's log Σ_c exp(x_c) over a contiguous row: softmax.expBelow's f32 exponentials of x − m,
-    /// summed in f64 lanes; NaN when the maximum is not finite (as the exact definition gives).
+    /// two pieces added in f32 and then summed in f64 lanes (softmax.pairSum); NaN when the maximum is not finite (as the exact definition gives).
     fn fastLogSumExp(p: *const Problem, base: isize) f64 {
-        const max = p.rowMax(base);
-        if (!std.math.isFinite(max)) return std.math.nan(f64);
         const x = ew.at([*]const f32, p.x, base);
-        var sums = [2]W64{ @splat(0), @splat(0) };
+        const max = softmax.contiguousMax(x, p.classes);
+        if (!std.math.isFinite(max)) return std.math.nan(f64);
+        var sum: W64 = @splat(0);
         var i: usize = 0;
         while (i + 2 * wide <= p.classes) : (i += 2 * wide) {
-            inline for (0..2) |u| sums[u] += @as(W64, @floatCast(softmax.expBelow(wide, x[i + u * wide ..][0..wide].*, @splat(max), @splat(exp_floor))));
+            const e0 = softmax.expBelow(wide, x[i..][0..wide].*, @splat(max), @splat(exp_floor));
+            const e1 = softmax.expBelow(wide, x[i + wide ..][0..wide].*, @splat(max), @splat(exp_floor));
+            sum += softmax.pairSum(e0, e1);
         }
         var tail: V64 = @splat(0);
         while (i < p.classes) : (i += lanes) {
@@ -166,7 +168,7 @@ const Problem = struct {
             const v: V = if (count == lanes) x[i..][0..lanes].* else ew.gather(f32, x + i, 1, count, -inf32);
             tail += @as(V64, @floatCast(softmax.expBelow(lanes, v, @splat(max), @splat(exp_floor))));
         }
-        const s = @reduce(.Add, sums[0] + sums[1]) + @reduce(.Add, tail);
+        const s = @reduce(.Add, sum) + @reduce(.Add, tail);
         return @as(f64, max) + math.log(s);
     }
 
@@ -330,6 +332,13 @@ const Problem = struct {
         const eps: f32 = @floatCast(1 - p.smoothing);
         const scale32: f32 = @floatCast(scale);
         var i: usize = 0;
+        if (p.kind != 0 and p.weight == null and p.smoothing == 0) {
+            // The common case, index targets without weights or smoothing: s·coef·p_c over whole pieces.
+            const soft_w: W = @splat(soft);
+            while (i + wide <= p.classes) : (i += wide) {
+                out[i..][0..wide].* = softmax.expBelow(wide, x[i..][0..wide].*, @splat(lse_hi), @splat(exp_floor)) * soft_w;
+            }
+        }
         while (i < p.classes) {
             const count = @min(wide, p.classes - i);
             var xs: [wide]f32 = @splat(-inf32);

@@ -7,7 +7,8 @@
 //! same on every ISA and thread count and within 1 ulp of the reference.
 //!
 //! Fast mode: the same steps in f32 vectors with math.expFast's polynomial (x_i − m kept exact as a rounded
-//! difference and its error, the sum and the row's log s still in f64), softmax as e_i · (1/s); within
+//! difference and its error; 2^n by vscalefps on AVX-512), each two pieces of exponentials added in f32 and
+//! then summed in f64 (the row's log s in f64 too), softmax as e_i · (1/s); within
 //! `math.fast_bounds.softmax` and `math.fast_bounds.log_softmax` of exact mode. A row is read twice (max, then
 //! exponentials and their sum, written once) and softmax's output rescaled in place while it is still in
 //! cache; a row whose maximum is not finite (NaN, +∞, all −∞) is NaN without further work.
@@ -110,15 +111,39 @@ pub const wide = if (@import("builtin").cpu.arch == .x86_64 and
 const W = @Vector(wide, f32);
 const W64 = @Vector(wide, f64);
 
+/// Whether this variant has AVX-512 (with VL, as x86-64-v4): vscalefps scales by a power of two in one step.
+const has_avx512 = @import("builtin").cpu.arch == .x86_64 and
+    std.Target.x86.featureSetHas(@import("builtin").cpu.features, .avx512f) and
+    std.Target.x86.featureSetHas(@import("builtin").cpu.features, .avx512vl);
+
+/// p · 2^k for an integral k in [−150, 0] and p in [0.7, 1.5]: one rounding, so a subnormal result is p·2^k
+/// rounded once. AVX-512's vscalefps does that in one instruction; elsewhere 2^k is applied as 2^h · 2^(k−h)
+/// (h = ⌊k/2⌋), the first product exact, the same bits.
+inline fn scaleBy2(comptime n: usize, p: @Vector(n, f32), k: @Vector(n, f32)) @Vector(n, f32) {
+    if (has_avx512 and (n == 8 or n == 16)) {
+        return asm ("vscalefps %[k], %[p], %[r]"
+            : [r] "=v" (-> @Vector(n, f32)),
+            : [p] "v" (p),
+              [k] "v" (k),
+        );
+    }
+    const I = @Vector(n, i32);
+    const ni: I = @intFromFloat(k);
+    const half = ni >> @splat(1);
+    const s1: @Vector(n, f32) = @bitCast((half + @as(I, @splat(127))) << @splat(23));
+    const s2: @Vector(n, f32) = @bitCast((ni - half + @as(I, @splat(127))) << @splat(23));
+    return p * s1 * s2;
+}
+
 /// exp(x − m) for a finite row maximum m and x ≤ m (−∞ allowed; no NaN): x − m as a rounded part and its
 /// exact rounding error (Knuth's two-sum), the error then added to the reduced argument, so the exponential's
 /// error does not grow with |x − m|; a difference below `floor` (−104, whose exponential rounds to 0 in f32,
 /// and −∞ or an overflow) is raised to it without an error term. Then math.expFast's steps: n = round((x − m) log2e),
-/// r = (x − m) − n ln2 in two parts, exp(r) by its Taylor polynomial of degree 7, times 2^n in two steps (so
-/// subnormal results come out). Neither overflow nor NaN can occur, so no clamp or NaN select is needed.
+/// r = (x − m) − n ln2 in two parts (fused), exp(r) by its Taylor polynomial of degree 7, times 2^n
+/// (`scaleBy2`, so subnormal results come out). Neither overflow nor NaN can occur, so no clamp or NaN
+/// select is needed.
 pub inline fn expBelow(comptime n: usize, x: @Vector(n, f32), m: @Vector(n, f32), floor: @Vector(n, f32)) @Vector(n, f32) {
     const V_ = @Vector(n, f32);
-    const I = @Vector(n, i32);
     const raw = x - m;
     const back = raw - x;
     const in_range = raw >= floor;
@@ -126,18 +151,26 @@ pub inline fn expBelow(comptime n: usize, x: @Vector(n, f32), m: @Vector(n, f32)
     const lo = @select(f32, in_range, (x - (raw - back)) + (-m - back), @as(V_, @splat(0)));
     const shifter: V_ = @splat(0x1.8p23);
     const nf = mulAdd(V_, hi, @splat(1.44269504088896341), shifter) - shifter;
-    var r = hi - nf * @as(V_, @splat(0.693359375));
-    r = (r - nf * @as(V_, @splat(-2.12194440e-4))) + lo;
+    // n·ln2_hi is exact (ln2_hi has 9 significant bits, |n| ≤ 150), so the first step is exact either way.
+    var r = mulAdd(V_, -nf, @splat(0.693359375), hi);
+    r = mulAdd(V_, -nf, @splat(-2.12194440e-4), r) + lo;
     var p: V_ = @splat(1.0 / 5040.0);
     inline for (.{ 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0 }) |c| p = mulAdd(V_, p, r, @splat(c));
-    const ni: I = @intFromFloat(nf);
-    const half = ni >> @splat(1);
-    const s1: V_ = @bitCast((half + @as(I, @splat(127))) << @splat(23));
-    const s2: V_ = @bitCast((ni - half + @as(I, @splat(127))) << @splat(23));
-    return p * s1 * s2;
+    return scaleBy2(n, p, nf);
 }
 
-/// The row's maximum, or NaN when the row holds a NaN; four independent accumulators.
+/// Two pieces of exponentials added lane by lane in f32 (one rounding, 2^-24 relative, of two positive
+/// terms), then widened for the f64 sum: half the conversions of widening each piece.
+pub inline fn pairSum(e0: W, e1: W) W64 {
+    return @floatCast(e0 + e1);
+}
+
+/// The maximum of a contiguous row of `len` elements, NaN when it holds one.
+pub fn contiguousMax(x: [*]const f32, len: usize) f32 {
+    return fastMax(x, .{ .len = len, .stride = 1, .out_stride = 1 });
+}
+
+/// The row's maximum, or NaN when the row holds a NaN; two independent accumulators.
 fn fastMax(x: [*]const f32, line: Line) f32 {
     const ninf: W = @splat(-std.math.inf(f32));
     var acc = [2]W{ ninf, ninf };
@@ -186,17 +219,18 @@ fn fastRow(comptime op: SoftmaxOp, x: [*]const f32, y: [*]f32, line: Line) void 
     }
     const m: V = @splat(max);
     const floor: V = @splat(-104);
-    // Two sums of wide pieces, so that consecutive pieces do not wait on one chain of f64 additions.
-    var sum = [2]W64{ @splat(0), @splat(0) };
+    var sum: W64 = @splat(0);
     if (line.stride == 1 and line.out_stride == 1) {
         const mw: W = @splat(max);
         const fw: W = @splat(-104);
         while (i + 2 * wide <= line.len) : (i += 2 * wide) {
-            inline for (0..2) |u| {
-                const e = expBelow(wide, x[i + u * wide ..][0..wide].*, mw, fw);
-                sum[u] += @as(W64, @floatCast(e));
-                if (op == .softmax) y[i + u * wide ..][0..wide].* = e;
+            const e0 = expBelow(wide, x[i..][0..wide].*, mw, fw);
+            const e1 = expBelow(wide, x[i + wide ..][0..wide].*, mw, fw);
+            if (op == .softmax) {
+                y[i..][0..wide].* = e0;
+                y[i + wide ..][0..wide].* = e1;
             }
+            sum += pairSum(e0, e1);
         }
     }
     var tail: V64 = @splat(0);
@@ -206,7 +240,7 @@ fn fastRow(comptime op: SoftmaxOp, x: [*]const f32, y: [*]f32, line: Line) void 
         tail += @as(V64, @floatCast(e));
         if (op == .softmax) putPiece(y, line, i, e);
     }
-    const s = @reduce(.Add, sum[0] + sum[1]) + @reduce(.Add, tail);
+    const s = @reduce(.Add, sum) + @reduce(.Add, tail);
     i = 0;
     switch (op) {
         .softmax => {
