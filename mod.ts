@@ -114,7 +114,13 @@ export type { CtcKernel, CtcParams } from "./src/kernels/ctc.ts";
 export type { ClassLossKernels } from "./src/kernels/types.ts";
 export type { NllKernel, NllOp, NllParams, NllPhase } from "./src/kernels/nll.ts";
 export type { RnnCellKernel, RnnCellParams } from "./src/kernels/rnn.ts";
-export type { ConvKernels, ConvWindowParams } from "./src/kernels/conv.ts";
+export type {
+  ConvKernels,
+  ConvProductKind,
+  ConvProductParams,
+  ConvWindowParams,
+} from "./src/kernels/conv.ts";
+export type { PackedMatMulKernel } from "./src/kernels/matmul.ts";
 export type { SelectKernels } from "./src/kernels/types.ts";
 export type { SelectKernel } from "./src/kernels/select.ts";
 export type { NormKernels } from "./src/kernels/types.ts";

@@ -38,10 +38,13 @@ export const ATTENTION_FAST_BOUND = 2 ** -14;
 export interface AttentionParams {
   /** The batch extents (every axis before the rows), at most 6. */
   readonly batch: readonly number[];
-  /** Query rows L, keys S, the q/k width E and the v width Ev, each at least 1. */
+  /** Query rows L (at least 1). */
   readonly l: number;
+  /** Keys S (at least 1). */
   readonly s: number;
+  /** The width E of q and k (at least 1). */
   readonly e: number;
+  /** The width Ev of v (at least 1). */
   readonly ev: number;
   /** The factor of q·k. */
   readonly scale: number;
@@ -59,13 +62,19 @@ export interface AttentionParams {
  * row and column strides, and the outputs out [batch, L, Ev] and lse [batch, L], contiguous.
  */
 export interface AttentionOperands {
+  /** The queries q [batch, L, E]. */
   readonly q: KernelOperand;
+  /** The keys k [batch, S, E]. */
   readonly k: KernelOperand;
+  /** The values v [batch, S, Ev]. */
   readonly v: KernelOperand;
+  /** The mask [batch, L, S] (broadcast by its strides), or null. */
   readonly mask: KernelOperand | null;
   /** The mask is Bool (else F32, added). */
   readonly boolMask: boolean;
+  /** The output [batch, L, Ev]. */
   readonly out: KernelOperand;
+  /** Each row's logsumexp [batch, L] (what the backward kernel reads). */
   readonly lse: KernelOperand;
   /** F32 scratch of `attentionWorkspace(params)` elements (the native kernel's). */
   readonly work: KernelOperand;
@@ -304,7 +313,9 @@ export interface AttentionGradients {
   readonly g: KernelOperand;
   /** dq [batch, L, E], dk [batch, S, E], dv [batch, S, Ev]: contiguous, of the batch's full extent. */
   readonly dq: KernelOperand;
+  /** dk [batch, S, E]. */
   readonly dk: KernelOperand;
+  /** dv [batch, S, Ev]. */
   readonly dv: KernelOperand;
 }
 
