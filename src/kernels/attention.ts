@@ -273,16 +273,24 @@ export const referenceAttention: AttentionKernel = (params, o) => {
 
 const NULL = null as unknown as NativePointer;
 
-/** The native kernel (`zt_attention_f32`); operands validated and sized by the caller. */
-export const nativeAttention: AttentionKernel = (params, o, settings) => {
-  const rank = params.batch.length;
+/**
+ * The argument block both attention kernels read: the batch extents, the q, k, v and mask operands, the
+ * sizes, the flags (1 causal, 2 a Bool mask, 4 an F32 mask), the out, lse and work offsets, the task count,
+ * the query rows per work item and the scale.
+ */
+function writeArgs(
+  params: AttentionParams,
+  o: AttentionOperands,
+  settings: ComputeSettings,
+  rows: number,
+): typeof args {
   const mask = o.mask;
   const flags = (params.causal ? 1 : 0) | (mask === null ? 0 : o.boolMask ? 2 : 4);
-  args.shape(params.batch)
+  return args.shape(params.batch)
     .operand(0, o.q.offset, o.q.strides)
     .operand(1, o.k.offset, o.k.strides)
     .operand(2, o.v.offset, o.v.strides)
-    .operand(3, mask?.offset ?? 0, mask?.strides ?? new Array(rank + 2).fill(0))
+    .operand(3, mask?.offset ?? 0, mask?.strides ?? new Array(params.batch.length + 2).fill(0))
     .op(0, MODE_CODE[settings.mode], settings.threads)
     .int(0, params.l)
     .int(1, params.s)
@@ -293,8 +301,14 @@ export const nativeAttention: AttentionKernel = (params, o, settings) => {
     .int(6, o.lse.offset)
     .int(7, o.work.offset)
     .int(8, params.tasks)
-    .int(9, params.rows)
+    .int(9, rows)
     .float(0, params.scale);
+}
+
+/** The native kernel (`zt_attention_f32`); operands validated and sized by the caller. */
+export const nativeAttention: AttentionKernel = (params, o, settings) => {
+  const mask = o.mask;
+  writeArgs(params, o, settings, params.rows);
   native.zt_attention_f32(
     args.pointer,
     o.out.pointer,
@@ -426,30 +440,12 @@ export const referenceAttentionBackward: AttentionBackwardKernel = (params, o, g
 
 /** The native backward kernel (`zt_attention_backward_f32`); operands validated and sized by the caller. */
 export const nativeAttentionBackward: AttentionBackwardKernel = (params, o, grads, settings) => {
-  const rank = params.batch.length;
   const mask = o.mask;
-  const flags = (params.causal ? 1 : 0) | (mask === null ? 0 : o.boolMask ? 2 : 4);
-  args.shape(params.batch)
-    .operand(0, o.q.offset, o.q.strides)
-    .operand(1, o.k.offset, o.k.strides)
-    .operand(2, o.v.offset, o.v.strides)
-    .operand(3, mask?.offset ?? 0, mask?.strides ?? new Array(rank + 2).fill(0))
-    .op(0, MODE_CODE[settings.mode], settings.threads)
-    .int(0, params.l)
-    .int(1, params.s)
-    .int(2, params.e)
-    .int(3, params.ev)
-    .int(4, flags)
-    .int(5, o.out.offset)
-    .int(6, o.lse.offset)
-    .int(7, o.work.offset)
-    .int(8, params.tasks)
-    .int(9, params.l)
+  writeArgs(params, o, settings, params.l)
     .int(10, grads.g.offset)
     .int(11, grads.dq.offset)
     .int(12, grads.dk.offset)
-    .int(13, grads.dv.offset)
-    .float(0, params.scale);
+    .int(13, grads.dv.offset);
   native.zt_attention_backward_f32(
     args.pointer,
     o.out.pointer,
