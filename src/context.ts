@@ -160,7 +160,7 @@ class Snapshot implements ComputeSnapshot {
     return givenKernelSet(this.#kernels);
   }
   static {
-    kernelsOf = (snapshot) => #kernels in snapshot ? snapshot.#kernels : resolveKernelSet(snapshot.kernels);
+    kernelsOf = (snapshot) => (snapshot as Snapshot).#kernels;
   }
 }
 

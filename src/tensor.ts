@@ -9,7 +9,14 @@ import { DType, type DTypeInfo, dtypeInfo, type DTypeLike, toDType, type TypedAr
 import { decodeElement, type ElementValue, encodeElement } from "./core/element.ts";
 import { DTypeError, OptionError, TensorShapeError } from "./core/errors.ts";
 import { detectLayout, Layout } from "./core/layout.ts";
-import { checkBytes, checkShape, elementCount, formatShape, isContiguous } from "./core/shape.ts";
+import {
+  checkBytes,
+  checkShape,
+  contiguousStrides,
+  elementCount,
+  formatShape,
+  isContiguous,
+} from "./core/shape.ts";
 import {
   bumpStorageVersion,
   isStorage,
@@ -1803,14 +1810,7 @@ export function allocateOutput(op: string, shape: readonly number[], dtype: DTyp
  * tensor keeps, and its contiguous strides.
  */
 function fresh(storage: Storage, dtype: DType, shape: readonly number[]): Tensor {
-  const rank = shape.length;
-  const strides = new Array<number>(rank);
-  let step = 1;
-  for (let i = rank - 1; i >= 0; i--) {
-    strides[i] = step;
-    step *= shape[i];
-  }
-  return new Tensor(new CheckedParts(storage, dtype, shape, strides, 0, 0, null, null));
+  return new Tensor(new CheckedParts(storage, dtype, shape, contiguousStrides(shape), 0, 0, null, null));
 }
 
 function isTypedArray(value: unknown): value is TypedArray {
