@@ -23,6 +23,7 @@ import {
   TensorVersionError,
 } from "../../mod.ts";
 import { Xorshift128 } from "../../src/core/random.ts";
+import { lengthening, shifty } from "../helpers/hostile_arrays.ts";
 
 const TYPED = [TensorShapeError, DTypeError, OptionError, StaleTensorError, TensorVersionError];
 const first = Number(process.env.FUZZ_SEED ?? 1);
@@ -129,19 +130,9 @@ function integerTensor(rng: Rng, dtype: DType, signed: boolean, shape: number[])
  * what it checks once, so what reaches a kernel is what was checked.
  */
 function hostile(rng: Rng, values: number[]): number[] {
-  const later = rng.pick([2 ** 26, 2 ** 31, -1, 1.5, NaN]);
-  if (values.length > 0 && rng.chance(0.7)) {
-    const index = rng.int(values.length);
-    const first = values[index];
-    let reads = 0;
-    Object.defineProperty(values, index, { get: () => (reads++ === 0 ? first : later), enumerable: true });
-    return values;
-  }
-  let lengthReads = 0;
-  return new Proxy(values, {
-    get: (target, key) =>
-      key === "length" ? (lengthReads++ === 0 ? target.length : target.length + 2) : Reflect.get(target, key),
-  });
+  if (values.length === 0 || rng.chance(0.3)) return lengthening(values, 2);
+  const index = rng.int(values.length);
+  return shifty(values, index, values[index], rng.pick([2 ** 26, 2 ** 31, -1, 1.5, NaN]));
 }
 
 function weird(rng: Rng): unknown {
