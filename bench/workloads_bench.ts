@@ -25,7 +25,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { ActivationScope, GradMode, ops, Tensor, TensorCompute } from "../mod.ts";
+import { ActivationScope, GradMode, ops, optim, Tensor, TensorCompute } from "../mod.ts";
 import { library, native } from "../src/native/library.ts";
 import { ffi } from "../src/native/runtime.ts";
 
@@ -70,18 +70,21 @@ function ints(length: number, classes: number, from = 0): Tensor {
   return Tensor.from(values);
 }
 
-/** Plain SGD, then the gradients zeroed for the next step. */
-function sgd(parameters: readonly Tensor[], lr = 0.01): void {
-  GradMode.noGrad(() => {
-    for (const p of parameters) {
-      p.copyFrom(ops.sub(p, ops.mul(p.grad!, lr)));
-      p.grad!.fill(0);
-    }
-  });
+/**
+ * SGD as a user writes it: the library's optimizer (one fused kernel per parameter) made once, its step, then
+ * the gradients set to none for the next backward (PyTorch's side does the same with `torch.optim.SGD`).
+ */
+function sgd(parameters: readonly Tensor[], lr = 0.01): () => void {
+  const optimizer = new optim.SGD(parameters, { lr });
+  return () => {
+    optimizer.step();
+    optimizer.zeroGrad();
+  };
 }
 
+/** The gradients set to none for the next backward, as PyTorch's `zero_grads` below. */
 function zeroGrads(parameters: readonly Tensor[]): void {
-  for (const p of parameters) p.grad?.fill(0);
+  for (const p of parameters) p.grad = null;
 }
 
 /** A step whose temporaries live in one scope. */
@@ -112,10 +115,11 @@ def ints(length, classes, start=0):
     return torch.tensor([start + (i * 7919 + 13) % (classes - start) for i in range(length)], dtype=torch.int64)
 
 def sgd(parameters, lr=0.01):
-    with torch.no_grad():
-        for p in parameters:
-            p.add_(p.grad, alpha=-lr)
-            p.grad = None
+    optimizer = torch.optim.SGD(parameters, lr=lr)
+    def update():
+        optimizer.step()
+        optimizer.zero_grad()
+    return update
 
 def zero_grads(parameters):
     for p in parameters:
@@ -136,11 +140,12 @@ function rnnWorkload(kind: "lstm" | "gru", mode: "fwd" | "fwdbwd" | "step"): Wor
   const torchBody = [
     `m = torch.nn.${module}(${i}, ${h}, batch_first=True)`,
     `parameters = list(m.parameters())`,
+    `update = sgd(parameters)`,
     `x = randn(${n}, ${t}, ${i})`,
     `def step():`,
     ...(mode === "fwd" ? [`    with torch.no_grad(): m(x)`] : [
       `    m(x)[0].mean().backward()`,
-      mode === "step" ? `    sgd(parameters)` : `    zero_grads(parameters)`,
+      mode === "step" ? `    update()` : `    zero_grads(parameters)`,
     ]),
   ];
   return {
@@ -157,11 +162,12 @@ function rnnWorkload(kind: "lstm" | "gru", mode: "fwd" | "fwdbwd" | "step"): Wor
         biasHh: randn([gates * h], 0.05, grad),
       };
       const parameters = Object.values(weights);
+      const update = sgd(parameters);
       const run = () => kind === "lstm" ? ops.lstm(x, weights).output : ops.gru(x, weights).output;
       if (mode === "fwd") return inference(run);
       return scoped(() => {
         ops.mean(run()).backward();
-        if (mode === "step") sgd(parameters);
+        if (mode === "step") update();
         else zeroGrads(parameters);
       });
     },
@@ -362,11 +368,12 @@ const MLP_STEP: Workload = {
       randn([10, 512], 0.04, true),
       randn([10], 0.04, true),
     ];
+    const update = sgd(p);
     return scoped(() => {
       const h1 = ops.relu(ops.linear(x, p[0], p[1]));
       const h2 = ops.relu(ops.linear(h1, p[2], p[3]));
       ops.crossEntropy(ops.linear(h2, p[4], p[5]), labels).backward();
-      sgd(p);
+      update();
     });
   },
   torch: `
@@ -374,11 +381,12 @@ x, labels = randn(128, 784), ints(128, 10)
 p = [randn(512, 784, scale=0.03, grad=True), randn(512, scale=0.03, grad=True),
      randn(512, 512, scale=0.04, grad=True), randn(512, scale=0.04, grad=True),
      randn(10, 512, scale=0.04, grad=True), randn(10, scale=0.04, grad=True)]
+update = sgd(p)
 def step():
     h1 = F.relu(F.linear(x, p[0], p[1]))
     h2 = F.relu(F.linear(h1, p[2], p[3]))
     F.cross_entropy(F.linear(h2, p[4], p[5]), labels).backward()
-    sgd(p)`,
+    update()`,
 };
 
 const CNN_STEP: Workload = {
@@ -397,11 +405,12 @@ const CNN_STEP: Workload = {
       randn([10, 1568], 0.02, true),
       randn([10], 0.02, true),
     ];
+    const update = sgd(p);
     return scoped(() => {
       const h1 = ops.maxPool2d(ops.relu(ops.conv2d(x, p[0], { bias: p[1], padding: 1 })), { kernel: 2 });
       const h2 = ops.maxPool2d(ops.relu(ops.conv2d(h1, p[2], { bias: p[3], padding: 1 })), { kernel: 2 });
       ops.crossEntropy(ops.linear(ops.reshape(h2, [64, 1568]), p[4], p[5]), labels).backward();
-      sgd(p);
+      update();
     });
   },
   torch: `
@@ -409,11 +418,12 @@ x, labels = randn(64, 1, 28, 28), ints(64, 10)
 p = [randn(16, 1, 3, 3, scale=0.3, grad=True), randn(16, scale=0.1, grad=True),
      randn(32, 16, 3, 3, scale=0.08, grad=True), randn(32, scale=0.1, grad=True),
      randn(10, 1568, scale=0.02, grad=True), randn(10, scale=0.02, grad=True)]
+update = sgd(p)
 def step():
     h1 = F.max_pool2d(F.relu(F.conv2d(x, p[0], p[1], padding=1)), 2)
     h2 = F.max_pool2d(F.relu(F.conv2d(h1, p[2], p[3], padding=1)), 2)
     F.cross_entropy(F.linear(h2.reshape(64, 1568), p[4], p[5]), labels).backward()
-    sgd(p)`,
+    update()`,
 };
 
 /** A pre-norm transformer block (4 heads, causal attention, GELU MLP of 4·D) over B 8, L 128, D 256. */
@@ -444,6 +454,7 @@ const TRANSFORMER_STEP: Workload = (() => {
         b2: randn([d], 0.01, true),
       };
       const parameters = Object.values(p);
+      const update = sgd(parameters);
       const split = (t: Tensor) => ops.permute(ops.reshape(t, [b, l, heads, dh]), [0, 2, 1, 3]);
       return scoped(() => {
         const h = ops.layerNorm(x, d, { weight: p.ln1w, bias: p.ln1b });
@@ -462,7 +473,7 @@ const TRANSFORMER_STEP: Workload = (() => {
           ops.linear(ops.gelu(ops.linear(h2, p.w1, p.b1), { approximate: "tanh" }), p.w2, p.b2),
         );
         ops.mean(ops.mul(y, y)).backward();
-        sgd(parameters);
+        update();
       });
     },
     torch: `
@@ -474,6 +485,7 @@ wq, wk, wv, wo = (randn(d, d, scale=0.06, grad=True) for _ in range(4))
 w1, b1 = randn(4 * d, d, scale=0.06, grad=True), randn(4 * d, scale=0.01, grad=True)
 w2, b2 = randn(d, 4 * d, scale=0.03, grad=True), randn(d, scale=0.01, grad=True)
 parameters = [ln1w, ln1b, wq, wk, wv, wo, ln2w, ln2b, w1, b1, w2, b2]
+update = sgd(parameters)
 def split(t):
     return t.reshape(b, l, heads, d // heads).permute(0, 2, 1, 3)
 def step():
@@ -484,7 +496,7 @@ def step():
     h2 = F.layer_norm(x1, (d,), ln2w, ln2b)
     y = x1 + F.linear(F.gelu(F.linear(h2, w1, b1), approximate="tanh"), w2, b2)
     (y * y).mean().backward()
-    sgd(parameters)`,
+    update()`,
   };
 })();
 
