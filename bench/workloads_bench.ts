@@ -44,6 +44,8 @@ interface Workload {
   readonly bytes: number;
   /** Floating-point operations of the work (a multiply-add counts 2). */
   readonly flops: number;
+  /** The work's arithmetic is f64 (exact mode's accumulation), so its peak is the f64 FMA peak. */
+  readonly f64?: boolean;
   /** Makes the inputs and returns one step. */
   readonly make: () => () => void;
   /** Python statements that make the inputs and define `step()` with torch; absent: zigtensor only. */
@@ -333,6 +335,7 @@ function gemmWorkload(mode: "fast" | "exact"): Workload {
     name: `matmul ${size}³, ${mode} mode`,
     bytes: 12 * size * size,
     flops: 2 * size ** 3,
+    f64: mode === "exact",
     make: () => {
       const a = randn([size, size]);
       const b = randn([size, size]);
@@ -656,20 +659,26 @@ function runTorch(workloads: readonly Workload[], threads: number): string | nul
 interface Limits {
   /** f32 flops per second of one core. */
   readonly peak: number;
+  /** f64 flops per second of one core. */
+  readonly peakF64: number;
   /** Bytes per second of an add (two loads, one store) by thread count. */
   readonly bandwidth: Map<number, number>;
 }
 
 /** The limits, measured again each round: the best figure of any round counts (load only lowers them). */
 function measureLimits(previous?: Limits): Limits {
-  const iterations = 2_000_000;
-  const flopsPerCall = native.zt_bench_fma_f32(1000) / 1000 * iterations;
-  let peak = previous?.peak ?? 0;
-  for (let i = 0; i < 10; i++) {
-    const start = performance.now();
-    native.zt_bench_fma_f32(iterations);
-    peak = Math.max(peak, flopsPerCall / ((performance.now() - start) / 1000));
-  }
+  const fmaPeak = (loop: (iterations: number) => number, best: number) => {
+    const iterations = 2_000_000;
+    const flopsPerCall = loop(1000) / 1000 * iterations;
+    for (let i = 0; i < 10; i++) {
+      const start = performance.now();
+      loop(iterations);
+      best = Math.max(best, flopsPerCall / ((performance.now() - start) / 1000));
+    }
+    return best;
+  };
+  const peak = fmaPeak(native.zt_bench_fma_f32, previous?.peak ?? 0);
+  const peakF64 = fmaPeak(native.zt_bench_fma_f64, previous?.peakF64 ?? 0);
   const n = 1 << 24;
   const blocks = [0, 1, 2].map(() => native.zt_pool_rent(4 * n, 1));
   if (blocks.some((b) => b === null)) throw new Error("out of native memory for the bandwidth loop");
@@ -684,7 +693,7 @@ function measureLimits(previous?: Limits): Limits {
     bandwidth.set(threads, best);
   }
   for (const b of blocks) native.zt_pool_release(b!, 4 * n);
-  return { peak, bandwidth };
+  return { peak, peakF64, bandwidth };
 }
 
 // --- the report ---
@@ -717,7 +726,7 @@ function medianOf(key: string): number | undefined {
 
 function limitSeconds(w: Workload, threads: number, limits: Limits): number {
   const bandwidth = limits.bandwidth.get(threads) ?? limits.bandwidth.get(1)!;
-  return Math.max(w.bytes / bandwidth, w.flops / (limits.peak * threads));
+  return Math.max(w.bytes / bandwidth, w.flops / ((w.f64 ? limits.peakF64 : limits.peak) * threads));
 }
 
 function loadAverage(): string {
@@ -740,7 +749,7 @@ function report(limits: Limits, torchVersion: string | null, loadBefore: string)
     "",
     "Times in ms: median (fastest–slowest call). Ratio: PyTorch's median ÷ zigtensor's (> 1: zigtensor is",
     "faster). Limit: the work's bytes at the measured add bandwidth (of memory, so work that fits in cache can",
-    "beat it) or its flops at the FMA peak, the slower.",
+    "beat it) or its flops at the FMA peak (f32; f64 for exact mode's GEMM), the slower.",
     "",
     "| work | threads | zigtensor | PyTorch | ratio | limit | zigtensor % of limit |",
     "|---|---|---|---|---|---|---|",
@@ -764,7 +773,13 @@ function report(limits: Limits, torchVersion: string | null, loadBefore: string)
   if (fast !== undefined && exact !== undefined) {
     lines.push(
       "",
-      `Exact ÷ fast mode, matmul 512³ on 1 thread: ${(fast / exact).toFixed(2)} of fast mode's speed.`,
+      `Exact ÷ fast mode, matmul 512³ on 1 thread: ${
+        (fast / exact).toFixed(2)
+      } of fast mode's speed; the f64 ` +
+        `FMA peak, the ceiling of exact mode's f64 accumulation, is ${
+          (limits.peakF64 / limits.peak).toFixed(2)
+        } ` +
+        `of the f32 peak.`,
     );
   }
   if (THREADS.includes(1) && THREADS.includes(2)) {
@@ -780,7 +795,9 @@ function report(limits: Limits, torchVersion: string | null, loadBefore: string)
   }
   lines.push(
     "",
-    `Machine: FMA peak ${(limits.peak / 1e9).toFixed(1)} GFLOP/s per core; add bandwidth ${
+    `Machine: FMA peak ${(limits.peak / 1e9).toFixed(1)} GFLOP/s per core in f32, ${
+      (limits.peakF64 / 1e9).toFixed(1)
+    } in f64; add bandwidth ${
       [...limits.bandwidth].map(([t, b]) => `${(b / 1e9).toFixed(1)} GB/s on ${t} thread(s)`).join(", ")
     }. Load average before the run: ${loadBefore}; after: ${loadAverage()}.`,
     ...notes.map((note) => `Note: ${note}.`),
