@@ -19,6 +19,10 @@
  * `ZIGTENSOR_BENCH_ROUNDS` (default 3) sets the rounds and `ZIGTENSOR_BENCH_ONLY` a comma-separated list of
  * workload keys to run.
  *
+ * Peak memory of the training steps (Linux): each library runs each step in a process of its own, one thread,
+ * and reports its peak resident set (VmHWM) above what the process held before the step's tensors were made
+ * (the runtime, the library and, for PyTorch, `import torch`), and the whole process's peak.
+ *
  * @module
  */
 import { spawnSync } from "node:child_process";
@@ -50,6 +54,8 @@ interface Workload {
   readonly make: () => () => void;
   /** Python statements that make the inputs and define `step()` with torch; absent: zigtensor only. */
   readonly torch?: string;
+  /** A training step: its peak memory is measured too (one process per library and step). */
+  readonly training?: boolean;
 }
 
 // --- zigtensor helpers ---
@@ -152,6 +158,7 @@ function rnnWorkload(kind: "lstm" | "gru", mode: "fwd" | "fwdbwd" | "step"): Wor
   ];
   return {
     key: `${kind}-${mode}`,
+    training: mode === "step",
     name: `${kind.toUpperCase()} seq ${t}, batch ${n}, in ${i}, hidden ${h}: ${names[mode]}`,
     bytes: 4 * (n * t * (i + h) + gates * h * (i + h)),
     flops: 2 * macs * (mode === "fwd" ? 1 : 3),
@@ -357,6 +364,7 @@ function gemmWorkload(mode: "fast" | "exact"): Workload {
 
 const MLP_STEP: Workload = {
   key: "mlp-step",
+  training: true,
   name: "MLP 784-512-512-10 training step, batch 128",
   bytes: 4 * (784 * 512 + 512 * 512 + 5120) * 3,
   flops: 2 * 128 * (784 * 512 + 512 * 512 + 512 * 10) * 3,
@@ -394,6 +402,7 @@ def step():
 
 const CNN_STEP: Workload = {
   key: "cnn-step",
+  training: true,
   name: "CNN training step (2×conv3×3+relu+maxpool, linear; 28², batch 64)",
   bytes: 4 * 64 * 784 * 3,
   flops: 2 * 64 * (16 * 9 * 784 + 32 * 16 * 9 * 196 + 1568 * 10) * 3,
@@ -435,6 +444,7 @@ const TRANSFORMER_STEP: Workload = (() => {
   const dh = d / heads;
   return {
     key: "transformer-step",
+    training: true,
     name: `transformer block training step (B${b} L${l} D${d}, ${heads} heads, causal)`,
     bytes: 4 * 12 * d * d * 3,
     flops: 2 * b * l * 12 * d * d * 3 + 2 * b * heads * l * l * dh * 3,
@@ -503,7 +513,7 @@ def step():
   };
 })();
 
-const WORKLOADS: readonly Workload[] = [
+const ALL_WORKLOADS: readonly Workload[] = [
   rnnWorkload("lstm", "fwd"),
   rnnWorkload("lstm", "fwdbwd"),
   rnnWorkload("gru", "fwd"),
@@ -568,7 +578,8 @@ const WORKLOADS: readonly Workload[] = [
   rnnWorkload("lstm", "step"),
   rnnWorkload("gru", "step"),
   TRANSFORMER_STEP,
-].filter((w) => ONLY === undefined || ONLY.includes(w.key));
+];
+const WORKLOADS = ALL_WORKLOADS.filter((w) => ONLY === undefined || ONLY.includes(w.key));
 
 // --- timing ---
 
@@ -654,6 +665,76 @@ function runTorch(workloads: readonly Workload[], threads: number): string | nul
   return report.version;
 }
 
+// --- peak memory of the training steps ---
+
+/** Calls of a step whose peak memory is taken (the first builds the optimizer's state and warms the pool). */
+const MEMORY_CALLS = 5;
+
+/** Bytes of peak (VmHWM) and current (VmRSS) resident memory, read from /proc/self/status. */
+const RESIDENT_MEMORY_PY = `
+def resident_memory():
+    with open("/proc/self/status") as f:
+        fields = dict(line.split(":", 1) for line in f)
+    return {name: int(fields[field].split()[0]) * 1024 for name, field in (("peak", "VmHWM"), ("now", "VmRSS"))}
+`;
+
+function residentMemory(): { peak: number; now: number } {
+  const status = readFileSync("/proc/self/status", "utf8");
+  const bytes = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)![1]) * 1024;
+  return { peak: bytes("VmHWM"), now: bytes("VmRSS") };
+}
+
+/** What a memory child prints: the resident set before the step's tensors were made, and the peak after. */
+interface PeakReport {
+  readonly before: number;
+  readonly peak: number;
+}
+
+/** The child's side (`ZIGTENSOR_BENCH_PEAK_OF=key`): one step, one thread, `MEMORY_CALLS` calls. */
+function reportPeak(key: string): void {
+  const workload = ALL_WORKLOADS.find((w) => w.key === key);
+  if (workload === undefined) throw new Error(`no workload ${key}`);
+  TensorCompute.threads = 1;
+  const before = residentMemory().now;
+  const step = workload.make();
+  for (let i = 0; i < MEMORY_CALLS; i++) step();
+  console.log(JSON.stringify({ before, peak: residentMemory().peak }));
+}
+
+/** Runs a child that prints a `PeakReport` as its last line; null when it fails. */
+function peakOf(command: string, args: string[], env: Record<string, string>): PeakReport | null {
+  const result = spawnSync(command, args, {
+    encoding: "utf8",
+    timeout: 600_000,
+    env: { ...process.env, ...env, OMP_NUM_THREADS: "1", MKL_NUM_THREADS: "1" },
+    maxBuffer: 1 << 24,
+  });
+  if (result.status !== 0) return null;
+  return JSON.parse(result.stdout.trim().split("\n").at(-1)!) as PeakReport;
+}
+
+/** Both libraries' peaks for every training step in the run, zigtensor first, then PyTorch. */
+function measurePeaks(torch: boolean): Map<string, { zt: PeakReport | null; torch: PeakReport | null }> {
+  const script = fileURLToPath(import.meta.url);
+  const runtimeArgs = ffi.runtime === "deno" ? ["run", "-A", script] : [script];
+  const peaks = new Map<string, { zt: PeakReport | null; torch: PeakReport | null }>();
+  const { command, env } = torchCommand();
+  for (const w of WORKLOADS.filter((w) => w.training)) {
+    const zt = peakOf(process.execPath, runtimeArgs, { ZIGTENSOR_BENCH_PEAK_OF: w.key });
+    const python = `${TORCH_PRELUDE}${RESIDENT_MEMORY_PY}
+torch.set_num_threads(1)
+torch.manual_seed(0)
+before = resident_memory()["now"]
+${w.torch!.trim()}
+for _ in range(${MEMORY_CALLS}):
+    step()
+print(json.dumps({"before": before, "peak": resident_memory()["peak"]}))
+`;
+    peaks.set(w.key, { zt, torch: torch ? peakOf(command, ["-c", python], env) : null });
+  }
+  return peaks;
+}
+
 // --- the machine's limits ---
 
 interface Limits {
@@ -737,7 +818,16 @@ function loadAverage(): string {
   }
 }
 
-function report(limits: Limits, torchVersion: string | null, loadBefore: string): void {
+function mib(bytes: number): string {
+  return (bytes / 2 ** 20).toFixed(0);
+}
+
+function report(
+  limits: Limits,
+  torchVersion: string | null,
+  loadBefore: string,
+  peaks: Map<string, { zt: PeakReport | null; torch: PeakReport | null }>,
+): void {
   const runtime = ffi.runtime === "deno"
     ? `Deno ${(globalThis as { Deno?: { version: { deno: string } } }).Deno?.version.deno}`
     : `Bun ${(globalThis as { Bun?: { version: string } }).Bun?.version}`;
@@ -793,6 +883,30 @@ function report(limits: Limits, torchVersion: string | null, loadBefore: string)
       lines.push(`| ${w.name} | ${speedup("zt")} | ${speedup("torch")} |`);
     }
   }
+  if (peaks.size > 0) {
+    lines.push(
+      "",
+      `Peak memory of the training steps (1 thread, ${MEMORY_CALLS} calls, each in a process of its own), MiB: ` +
+        "the peak resident set above what the process held before the step's tensors were made (the ratio: " +
+        "zigtensor's ÷ PyTorch's, < 1: zigtensor needs less), and the whole process's peak.",
+      "",
+      "| training step | zigtensor | PyTorch | ratio | whole process: zigtensor | PyTorch |",
+      "|---|---|---|---|---|---|",
+    );
+    for (const w of WORKLOADS) {
+      const peak = peaks.get(w.key);
+      if (peak === undefined) continue;
+      const above = (r: PeakReport | null) => r === null ? "—" : mib(r.peak - r.before);
+      const ratio = peak.zt !== null && peak.torch !== null
+        ? `${((peak.zt.peak - peak.zt.before) / (peak.torch.peak - peak.torch.before)).toFixed(2)}`
+        : "—";
+      lines.push(
+        `| ${w.name} | ${above(peak.zt)} | ${above(peak.torch)} | ${ratio} | ${
+          peak.zt === null ? "—" : mib(peak.zt.peak)
+        } | ${peak.torch === null ? "—" : mib(peak.torch.peak)} |`,
+      );
+    }
+  }
   lines.push(
     "",
     `Machine: FMA peak ${(limits.peak / 1e9).toFixed(1)} GFLOP/s per core in f32, ${
@@ -807,6 +921,11 @@ function report(limits: Limits, torchVersion: string | null, loadBefore: string)
 
 // --- main ---
 
+const peakChild = process.env.ZIGTENSOR_BENCH_PEAK_OF;
+if (peakChild !== undefined) {
+  reportPeak(peakChild);
+  process.exit(0);
+}
 const loadBefore = loadAverage();
 let limits = measureLimits();
 const steps = WORKLOADS.map((w) => w.make());
@@ -825,7 +944,8 @@ for (const threads of THREADS) {
     }
   }
 }
-report(limits, torchVersion, loadBefore);
+const peaks = process.platform === "linux" ? measurePeaks(torchAvailable) : new Map();
+report(limits, torchVersion, loadBefore, peaks);
 
 interface DenoBench {
   bench(definition: { name: string; group: string; fn: () => void }): void;
