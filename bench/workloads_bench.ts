@@ -171,13 +171,12 @@ function rnnWorkload(kind: "lstm" | "gru", mode: "fwd" | "fwdbwd" | "step"): Wor
         biasHh: randn([gates * h], 0.05, grad),
       };
       const parameters = Object.values(weights);
-      const update = sgd(parameters);
       const run = () => kind === "lstm" ? ops.lstm(x, weights).output : ops.gru(x, weights).output;
       if (mode === "fwd") return inference(run);
+      const update = mode === "step" ? sgd(parameters) : () => zeroGrads(parameters);
       return scoped(() => {
         ops.mean(run()).backward();
-        if (mode === "step") update();
-        else zeroGrads(parameters);
+        update();
       });
     },
     torch: torchBody.join("\n"),
