@@ -81,6 +81,25 @@ test("products of 1 to 4 rows (B streamed, not packed) give the exact bits on 1 
   assert.equal(cases, 20);
 });
 
+test("a B shared by every batch entry (x [N, T, I] · Wᵀ, one product of N·T rows) keeps the exact bits on 1 to 4 threads", () => {
+  // Row-major A and out fold their batch into M; a transposed or dilated A, or a B that is not shared along
+  // the inner axis, keeps some batch axes: each form must give the reference's bits.
+  const forms: [number[], boolean[], MatMulCase["layouts"], number][] = [
+    [[4, 16], [true, true], ["row", "row", "transposed"], 6],
+    [[5, 3], [true, true], ["row", "row", "row"], 1],
+    [[3, 4], [false, true], ["row", "row", "transposed"], 7],
+    [[2, 3], [true, true], ["row", "transposed", "row"], 9],
+    [[6, 2], [true, false], ["dilated", "row", "transposed"], 13],
+  ];
+  for (const [batch, broadcastB, layouts, m] of forms) {
+    const c: MatMulCase = { batch, m, n: 70, k: 130, layouts, broadcastA: [], broadcastB, seed: m };
+    const result = runCase(c, [1, 2, 3, 4]);
+    assert.equal(result.exactMismatches, 0, describe(c));
+    assert.equal(result.fastOutOfBound, 0, describe(c));
+    assert.equal(result.gapWrites, 0, describe(c));
+  }
+});
+
 test("a B packed once (a recurrent step's W_hhᵀ and W_hh) gives matMul's exact bits on 1 to 4 threads", () => {
   // runCase runs the packed product beside nativeMatMul for every case without batch axes.
   for (

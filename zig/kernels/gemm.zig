@@ -713,7 +713,36 @@ const Batched = struct {
         self.out = @ptrCast(@alignCast(out));
         self.a = @ptrCast(@alignCast(a));
         self.b = @ptrCast(@alignCast(b));
+        self.foldBatchIntoRows();
         return self;
+    }
+
+    /// Merges trailing batch axes into M while B is the same matrix for every entry along them and the
+    /// entries' rows of A and C continue each other's (x [N, T, I] · Wᵀ as one [N·T, I] product, not N
+    /// products that each pack W again). Each output element keeps its sum of the same products in the same
+    /// order, so exact results do not change.
+    fn foldBatchIntoRows(self: *Batched) void {
+        while (self.batch_rank > 0) {
+            const axis = self.batch_rank - 1;
+            const extent = self.batch_shape[axis];
+            if (extent != 1) {
+                if (self.strides[2][axis] != 0) return;
+                for (0..2) |k| {
+                    // One row per entry: the batch stride is the row stride of the merged axis.
+                    if (self.m != 1 and self.strides[k][axis] != @as(isize, @intCast(self.m)) * self.strides[k][axis + 1]) return;
+                }
+                if (self.m == 1) for (0..2) |k| {
+                    self.strides[k][axis + 1] = self.strides[k][axis];
+                };
+                self.m *= extent;
+            }
+            // The matrix axes move down over the merged batch axis.
+            for (0..3) |k| {
+                self.strides[k][axis] = self.strides[k][axis + 1];
+                self.strides[k][axis + 1] = self.strides[k][axis + 2];
+            }
+            self.batch_rank -= 1;
+        }
     }
 
     /// Whether computing Cᵀ = Bᵀ·Aᵀ wastes fewer lanes: edge tiles are cut to whole rows but only to whole
@@ -1178,6 +1207,39 @@ test "a broadcast batch axis reuses one operand for every entry" {
         for (expected, out[batch * m * n ..][0 .. m * n]) |want, got| {
             try testing.expectEqual(@as(u32, @bitCast(want)), @as(u32, @bitCast(got)));
         }
+    }
+}
+
+test "batch axes fold into M only where B is shared and the rows of A and C continue across entries" {
+    const Case = struct { shape: [4]i32, a: [4]i32, b: [4]i32, folded_rank: usize, m: usize, rs_a: isize };
+    const cases = [_]Case{
+        // [2, 3, 5, 4] · [4, 7], contiguous: one [30, 4] product.
+        .{ .shape = .{ 2, 3, 5, 7 }, .a = .{ 60, 20, 4, 1 }, .b = .{ 0, 0, 7, 1 }, .folded_rank = 0, .m = 30, .rs_a = 4 },
+        // A's entries padded apart: nothing folds.
+        .{ .shape = .{ 2, 3, 5, 7 }, .a = .{ 96, 32, 4, 1 }, .b = .{ 0, 0, 7, 1 }, .folded_rank = 2, .m = 5, .rs_a = 4 },
+        // B differs along the inner batch axis: nothing folds.
+        .{ .shape = .{ 2, 3, 5, 7 }, .a = .{ 60, 20, 4, 1 }, .b = .{ 0, 28, 7, 1 }, .folded_rank = 2, .m = 5, .rs_a = 4 },
+        // One row per entry, its row stride unused: the batch stride becomes the row stride; a size-1
+        // axis in between goes whatever its strides.
+        .{ .shape = .{ 6, 1, 1, 7 }, .a = .{ 8, 99, 3, 1 }, .b = .{ 0, 5, 7, 1 }, .folded_rank = 0, .m = 6, .rs_a = 8 },
+    };
+    for (cases) |case| {
+        var args: abi.ArgBlock = std.mem.zeroes(abi.ArgBlock);
+        args.rank = 4;
+        @memcpy(args.shape[0..4], &case.shape);
+        args.ints[0] = 4;
+        const m: i32 = case.shape[2];
+        args.operands[0] = .{ .offset = 0, .strides = .{ case.shape[1] * m * 7, m * 7, 7, 1, 0, 0, 0, 0 } };
+        args.operands[1] = .{ .offset = 0, .strides = .{ case.a[0], case.a[1], case.a[2], case.a[3], 0, 0, 0, 0 } };
+        args.operands[2] = .{ .offset = 0, .strides = .{ case.b[0], case.b[1], case.b[2], case.b[3], 0, 0, 0, 0 } };
+        var dummy: [1]f32 = .{0};
+        const batched = Batched.init(&args, @ptrCast(&dummy), @ptrCast(&dummy), @ptrCast(&dummy));
+        try testing.expectEqual(case.folded_rank, batched.batch_rank);
+        try testing.expectEqual(case.m, batched.m);
+        const r = batched.batch_rank;
+        try testing.expectEqual(case.rs_a, batched.strides[1][r]);
+        try testing.expectEqual(@as(isize, 1), batched.strides[1][r + 1]);
+        try testing.expectEqual(@as(isize, 7), batched.strides[2][r]);
     }
 }
 

@@ -150,6 +150,9 @@ pub fn indexF32(rt: *const table.Runtime, args: *const abi.ArgBlock, tbl_raw: [*
     return 0;
 }
 
+/// How many rows ahead a gather of whole rows prefetches.
+const prefetch_rows = 2;
+
 /// The rows of a gather or scatter_add (the last axis of the iteration shape), walked from any row.
 const Walk = struct {
     op: IndexOp,
@@ -167,16 +170,33 @@ const Walk = struct {
     /// The odometer at row 0.
     start: Odometer(3),
 
+    /// Where row `walk`'s gathered run starts in the table.
+    fn source(w: *const Walk, walk: *const Odometer(3)) [*]f32 {
+        return ew.at([*]f32, w.tbl, walk.offsets[0] + @as(isize, @intCast(readIndex(w.index, w.bytes, walk.offsets[2]))) * w.axis_stride);
+    }
+
     pub fn range(w: *const Walk, first: usize, end: usize) void {
         var walk = w.start;
         walk.seek(w.shape, first);
-        for (first..end) |_| {
+        const copies = w.op == .gather and w.index_step == 0 and w.table_step == 1 and w.flat_step == 1;
+        // Copied rows lie anywhere in the table (an embedding's), out of the hardware prefetcher's sight:
+        // the row `prefetch_rows` ahead is requested while this one is copied.
+        var ahead = walk;
+        if (copies) {
+            for (0..@min(prefetch_rows, end - first)) |_| ahead.next(w.shape);
+        }
+        for (first..end) |row| {
             var t = walk.offsets[0];
             var f = walk.offsets[1];
             var i = walk.offsets[2];
-            if (w.op == .gather and w.index_step == 0 and w.table_step == 1 and w.flat_step == 1) {
-                const from = ew.at([*]f32, w.tbl, t + @as(isize, @intCast(readIndex(w.index, w.bytes, i))) * w.axis_stride);
-                @memcpy(ew.at([*]f32, w.flat, f)[0..w.inner], from[0..w.inner]);
+            if (copies) {
+                if (row + prefetch_rows < end) {
+                    const next = w.source(&ahead);
+                    var line: usize = 0;
+                    while (line < w.inner) : (line += 64 / @sizeOf(f32)) @prefetch(next + line, .{});
+                    ahead.next(w.shape);
+                }
+                @memcpy(ew.at([*]f32, w.flat, f)[0..w.inner], w.source(&walk)[0..w.inner]);
             } else {
                 // In row-major order, one element at a time (scatter_add adds in this order).
                 for (0..w.inner) |_| {
