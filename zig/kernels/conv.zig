@@ -723,7 +723,7 @@ fn DirectJob(comptime T: type) type {
                     for (0..rows) |i| {
                         const dst = ew.at([*]f32, out, @as(isize, @intCast(i)) * rs + pos * step);
                         if (step == 1) {
-                            for (0..count) |q| dst[q] = @floatCast(flat[i][j0 + q]);
+                            copyRounded(flat[i][j0..].ptr, dst, count);
                         } else {
                             for (0..count) |q| ew.at([*]f32, dst, @as(isize, @intCast(q)) * step)[0] = @floatCast(flat[i][j0 + q]);
                         }
@@ -732,6 +732,19 @@ fn DirectJob(comptime T: type) type {
                 at = row_end;
                 ox = 0;
                 oy += 1;
+            }
+        }
+
+        /// dst[0..count] = src[0..count] rounded to f32, in whole vectors, then halves of one down to a value.
+        fn copyRounded(src: [*]const T, dst: [*]f32, count: usize) void {
+            var q: usize = 0;
+            comptime var w = G.lanes;
+            inline while (w >= 1) : (w /= 2) {
+                while (q + w <= count) : (q += w) {
+                    const v: @Vector(w, T) = src[q..][0..w].*;
+                    const r: @Vector(w, f32) = if (exact) @floatCast(v) else v;
+                    dst[q..][0..w].* = r;
+                }
             }
         }
 
