@@ -766,7 +766,8 @@ fn DirectJob(comptime T: type) type {
             }
 
             /// Taps n0+jc.. as NR-wide panels over positions pc..pc+kc: L taps by L positions (reading on
-            /// past a row's end into values it drops) transposed in registers, taps past the block zero.
+            /// past a row's end into values it drops) transposed in registers, taps past the block zero in
+            /// the last block that has any.
             pub fn packB(s: *const WeightSource, pc: usize, kc: usize, jc: usize, nc: usize, dst: [*]T) void {
                 const L = lanes32;
                 const VL = @Vector(L, f32);
@@ -776,8 +777,10 @@ fn DirectJob(comptime T: type) type {
                 var jr: usize = 0;
                 while (jr < nc) : (jr += G.nr) {
                     const panel = dst + jr * kc;
+                    // Blocks wholly past the last tap are left unwritten: the micro-kernels read only the
+                    // vectors that hold valid columns.
                     var jb: usize = 0;
-                    while (jb < G.nr) : (jb += L) {
+                    while (jb < G.nr and jr + jb < nc) : (jb += L) {
                         const width = @min(L, G.nr - jb);
                         var taps: [L][*]const f32 = undefined;
                         var live: [L]bool = undefined;
