@@ -11,7 +11,10 @@
 //!
 //! `productF32` is convolution as an implicit GEMM: the same windows, never stored, packed from the image
 //! straight into the panels of `gemm.zig` (`Gemm.multiplyFrom`), for the forward pass and for each image's
-//! weight gradient; the sums are the matmul's, so exact mode equals im2col followed by the matmul.
+//! weight gradient; the sums are the matmul's, so exact mode equals im2col followed by the matmul. Stride-1
+//! products (the forward, the input gradient, the weight gradient of most layers) first copy each image into a
+//! zero-padded plane per channel (`Padded`), so that the windows' rows are plain runs of memory: packing a B
+//! row is a few vector copies, without bounds or divisions (`DirectJob`).
 const std = @import("std");
 const abi = @import("../abi.zig");
 const table = @import("table.zig");
@@ -492,6 +495,10 @@ const lanes32 = gemm.vector_bytes / @sizeOf(f32);
 /// values on every ISA) and one vector.
 const pad_slack = 64 + lanes32;
 
+/// The largest padded image a task of `DirectJob` copies; a larger image group takes `ProductJob`, which
+/// packs straight from the image.
+const direct_max_bytes = 32 << 20;
+
 /// A stride-1 product's windows read from a zero-padded copy of one image's group: plane [hp, wp] with
 /// padded (r, q) = image (r − padH, q − padW), zero outside the image. Tap (c, ky, kx) of output (oy, ox)
 /// is then padded element c·plane + (oy + ky·dH)·wp + ox + kx·dW: every row of the windows is a run of the
@@ -896,7 +903,8 @@ fn DirectJob(comptime T: type) type {
 /// image: out [N, O, C/groups, KH, KW] (operand 0; the last three flatten) = gradient [N, O, OH, OW]
 /// (operand 1; OH, OW flatten) · the windows' transpose. Each output element is the matmul's sum over K
 /// (forward) or OH·OW (weight) in ascending order, so exact mode equals im2col followed by the matmul, bit
-/// for bit. Returns `Status.out_of_memory` before writing anything if the panels cannot be allocated.
+/// for bit. Stride-1 products read the windows from a padded copy of each image (`DirectJob`), with the same
+/// sums. Returns `Status.out_of_memory` before writing anything if the panels cannot be allocated.
 pub fn productF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, image: [*]const u8) callconv(.c) i32 {
     std.debug.assert(args.rank == 6);
     const g = Geometry.fromArgs(args);
@@ -935,7 +943,7 @@ pub fn productF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u
         return @intFromEnum(abi.Status.ok);
     }
     const threads: usize = @intCast(@max(1, args.threads));
-    if (g.stride[0] == 1 and g.stride[1] == 1) {
+    if (g.stride[0] == 1 and g.stride[1] == 1 and Padded.init(&g).elems(cg) * @sizeOf(f32) <= direct_max_bytes) {
         return if (args.mode == 1) DirectJob(f64).execute(rt, &product, threads) else DirectJob(f32).execute(rt, &product, threads);
     }
     return if (args.mode == 1) ProductJob(f64).execute(rt, &product, threads) else ProductJob(f32).execute(rt, &product, threads);
