@@ -352,7 +352,8 @@ function flattens(extents: readonly number[], strides: readonly number[]): boole
 
 /**
  * The native convolution product (`zt_conv_product_f32`): the windows are packed from the image straight into
- * the GEMM's panels, so no column matrix is written; exact mode gives the reference's bits on every ISA and
+ * the GEMM's panels, so no column matrix is written (stride 1: from a zero-padded copy of the image, one image
+ * group per thread, whose rows pack as plain vector copies); exact mode gives the reference's bits on every ISA and
  * thread count, fast mode is within `fastMatMulBound` of it (K the sum's length). Throws a `RangeError` when
  * `out` or `a` does not flatten as `convProduct` requires, or when the panels cannot be allocated, before
  * writing anything.

@@ -11,7 +11,10 @@
 //!
 //! `productF32` is convolution as an implicit GEMM: the same windows, never stored, packed from the image
 //! straight into the panels of `gemm.zig` (`Gemm.multiplyFrom`), for the forward pass and for each image's
-//! weight gradient; the sums are the matmul's, so exact mode equals im2col followed by the matmul.
+//! weight gradient; the sums are the matmul's, so exact mode equals im2col followed by the matmul. Stride-1
+//! products (the forward, the input gradient, the weight gradient of most layers) first copy each image into a
+//! zero-padded plane per channel (`Padded`), so that the windows' rows are plain runs of memory: packing a B
+//! row is a few vector copies, without bounds or divisions (`DirectJob`).
 const std = @import("std");
 const abi = @import("../abi.zig");
 const table = @import("table.zig");
@@ -484,6 +487,414 @@ fn ProductJob(comptime T: type) type {
     };
 }
 
+/// f32 values in one vector register: the block the weight gradient's windows are transposed in.
+const lanes32 = gemm.vector_bytes / @sizeOf(f32);
+
+/// Zeros after the last padded plane, so that a panel or a vector started at a valid position may run past
+/// the plane's end (into values that no stored result depends on): at least one NR-wide panel (≤ 64 f32
+/// values on every ISA) and one vector.
+const pad_slack = 64 + lanes32;
+
+/// The largest padded image a task of `DirectJob` copies; a larger image group takes `ProductJob`, which
+/// packs straight from the image.
+const direct_max_bytes = 32 << 20;
+
+/// A stride-1 product's windows read from a zero-padded copy of one image's group: plane [hp, wp] with
+/// padded (r, q) = image (r − padH, q − padW), zero outside the image. Tap (c, ky, kx) of output (oy, ox)
+/// is then padded element c·plane + (oy + ky·dH)·wp + ox + kx·dW: every row of the windows is a run of the
+/// plane, with no bounds to test. The forward pass runs its columns over the padded width (p' = oy·wp + ox,
+/// the columns with ox ≥ OW computed and never stored), so that each packed B row is one contiguous read.
+const Padded = struct {
+    wp: usize,
+    hp: usize,
+    plane: usize,
+    /// Columns of the forward product over the padded width: up to the last stored output.
+    columns: usize,
+
+    fn init(g: *const Geometry) Padded {
+        const wp = g.output[1] + (g.kernel[1] - 1) * @as(usize, @intCast(g.dilation[1]));
+        const hp = g.output[0] + (g.kernel[0] - 1) * @as(usize, @intCast(g.dilation[0]));
+        return .{ .wp = wp, .hp = hp, .plane = wp * hp, .columns = (g.output[0] - 1) * wp + g.output[1] };
+    }
+
+    fn elems(pd: *const Padded, channels: usize) usize {
+        return channels * pd.plane + pad_slack;
+    }
+
+    /// The padded element of tap `k` = (c, ky, kx) at output (0, 0).
+    fn tapOffset(pd: *const Padded, g: *const Geometry, k: usize) usize {
+        const kx = k % g.kernel[1];
+        const ky = (k / g.kernel[1]) % g.kernel[0];
+        const c = k / g.kernel[1] / g.kernel[0];
+        return c * pd.plane + ky * @as(usize, @intCast(g.dilation[0])) * pd.wp + kx * @as(usize, @intCast(g.dilation[1]));
+    }
+
+    /// Copies `channels` planes of the image from offset `base` (strides xs) into dst, zeros around them.
+    fn fill(pd: *const Padded, g: *const Geometry, image: [*]const f32, xs: [4]isize, base: isize, channels: usize, dst: [*]f32) void {
+        const w: isize = g.size[1];
+        const wp: isize = @intCast(pd.wp);
+        const lo: usize = @intCast(std.math.clamp(g.pad[1], 0, wp));
+        const hi: usize = @intCast(std.math.clamp(g.pad[1] + w, @as(isize, @intCast(lo)), wp));
+        for (0..channels) |c| {
+            for (0..pd.hp) |r| {
+                const row = dst + c * pd.plane + r * pd.wp;
+                const y = @as(isize, @intCast(r)) - g.pad[0];
+                if (y < 0 or y >= g.size[0] or lo == hi) {
+                    @memset(row[0..pd.wp], 0);
+                    continue;
+                }
+                @memset(row[0..lo], 0);
+                const from = base + @as(isize, @intCast(c)) * xs[1] + y * xs[2] + (@as(isize, @intCast(lo)) - g.pad[1]) * xs[3];
+                if (xs[3] == 1) {
+                    @memcpy(row[lo..hi], ew.at([*]const f32, image, from)[0 .. hi - lo]);
+                } else {
+                    for (lo..hi, 0..) |q, i| row[q] = ew.at([*]const f32, image, from + @as(isize, @intCast(i)) * xs[3])[0];
+                }
+                @memset(row[hi..pd.wp], 0);
+            }
+        }
+        @memset(dst[channels * pd.plane ..][0..pad_slack], 0);
+    }
+};
+
+/// The taps k = (c, ky, kx) in ascending order, with their padded offsets.
+const TapWalk = struct {
+    offset: usize,
+    c: usize,
+    ky: usize,
+    kx: usize,
+
+    fn init(pd: *const Padded, g: *const Geometry, k: usize) TapWalk {
+        return .{ .offset = pd.tapOffset(g, k), .c = k / g.kernel[1] / g.kernel[0], .ky = (k / g.kernel[1]) % g.kernel[0], .kx = k % g.kernel[1] };
+    }
+
+    fn next(t: *TapWalk, pd: *const Padded, g: *const Geometry) void {
+        const dx: usize = @intCast(g.dilation[1]);
+        t.kx += 1;
+        t.offset += dx;
+        if (t.kx < g.kernel[1]) return;
+        t.kx = 0;
+        t.ky += 1;
+        if (t.ky < g.kernel[0]) {
+            t.offset += @as(usize, @intCast(g.dilation[0])) * pd.wp - g.kernel[1] * dx;
+            return;
+        }
+        t.ky = 0;
+        t.c += 1;
+        t.offset = t.c * pd.plane;
+    }
+};
+
+/// The stride-1 products from a padded image (`Padded`), one task per block of the plan as in `ProductJob`,
+/// each with its own padded copy of the image it works on. Forward: the weights are packed once for all
+/// tasks (MR-row panels over the whole of K), each NR-wide column panel of the windows is packed once per KC
+/// block by NR-wide copies and swept by every row tile of the block, whose sums stay in `Tile`s until K is
+/// done and are then stored to the output positions (the padded width's extra columns dropped). Weight
+/// gradient, transposed: dWᵀ [O/groups, K] = g [O/groups, P] · windowsᵀ, through `Gemm.multiplyFrom`, the
+/// windows' panels packed by L×L register transposes of L taps × L positions. The sums are those of
+/// `ProductJob` in the same order, so exact mode gives its bits.
+fn DirectJob(comptime T: type) type {
+    const G = gemm.Gemm(T);
+    const V = @Vector(G.lanes, T);
+    const V32 = @Vector(G.lanes, f32);
+    const Tile = [G.mr][G.nv]V;
+    const exact = T == f64;
+    return struct {
+        product: *const Product,
+        pd: Padded,
+        plan: gemm.Plan,
+        /// Forward: the packed weights, `group_elems` per group.
+        weights: [*]T,
+        group_elems: usize,
+        /// Per task: the padded image, then (forward) the B panel and the tiles or (weight) the GEMM workspace.
+        region_bytes: [4]usize,
+        tasks_memory: [*]u8,
+
+        const Self = @This();
+
+        fn run(context: *anyopaque, task: u32) callconv(.c) void {
+            const job: *const Self = @ptrCast(@alignCast(context));
+            const p = job.product;
+            const plan = job.plan;
+            const r = job.region_bytes;
+            const base = job.tasks_memory + task * (r[0] + r[1] + r[2] + r[3]);
+            const padded: [*]f32 = @ptrCast(@alignCast(base));
+            const d = job.dims();
+            var filled: ?usize = null;
+            const first = task * plan.items / plan.tasks;
+            const end = (task + 1) * plan.items / plan.tasks;
+            for (first..end) |item| {
+                const per_matrix = plan.m_parts * plan.n_parts;
+                const index = item / per_matrix;
+                const n = index / p.groups;
+                const group = index % p.groups;
+                const m0 = item % per_matrix / plan.n_parts * plan.m_step;
+                const n0 = item % plan.n_parts * plan.n_step;
+                const m = @min(plan.m_step, d[0] - m0);
+                const cols = @min(plan.n_step, d[1] - n0);
+                if (filled != index) {
+                    const xs = p.ops[2].strides;
+                    job.pd.fill(&p.g, p.image, .{ xs[0], xs[1], xs[2], xs[3] }, offset(&p.ops[2], &.{ n, group * p.cg }), p.cg, padded);
+                    filled = index;
+                }
+                const corner = offset(&p.ops[0], &.{ n, group * p.og });
+                if (p.forward) {
+                    const panel: [*]T = @ptrCast(@alignCast(base + r[0]));
+                    const tiles: [*]Tile = @ptrCast(@alignCast(base + r[0] + r[1]));
+                    job.forwardBlock(padded, job.weights + group * job.group_elems, m0, m, n0, cols, ew.at([*]f32, p.out, corner), panel, tiles);
+                } else {
+                    const ws: gemm.Workspace(T) = .{
+                        .a_pack = @ptrCast(@alignCast(base + r[0])),
+                        .b_pack = @ptrCast(@alignCast(base + r[0] + r[1])),
+                        .partial = @ptrCast(@alignCast(base + r[0] + r[1] + r[2])),
+                        .partial_row_tiles = (@min(G.sizes.nc, @min(plan.n_step, d[1])) + G.nr - 1) / G.nr,
+                    };
+                    const source: WeightSource = .{
+                        .job = job,
+                        .padded = padded,
+                        .grad = ew.at([*]const f32, p.a, offset(&p.ops[1], &.{ n, group * p.og })),
+                        .m0 = m0,
+                        .n0 = n0,
+                    };
+                    const cs_c = p.out_flat;
+                    const rs_c: isize = p.ops[0].strides[1];
+                    const c = ew.at([*]f32, p.out, corner + @as(isize, @intCast(m0)) * rs_c + @as(isize, @intCast(n0)) * cs_c);
+                    G.multiplyFrom(&source, m, cols, d[2], c, rs_c, cs_c, ws);
+                }
+            }
+        }
+
+        /// M×N deep K: forward [O/groups, padded columns] by K; weight [O/groups, K] by P.
+        fn dims(job: *const Self) [3]usize {
+            const p = job.product;
+            return if (p.forward) .{ p.og, job.pd.columns, p.k } else .{ p.og, p.k, p.positions };
+        }
+
+        /// Forward rows m0..m0+m (output channels of the group) by padded columns n0..n0+cols into `out`
+        /// (the group's first channel of the image).
+        fn forwardBlock(job: *const Self, padded: [*]const f32, weights: [*]const T, m0: usize, m: usize, n0: usize, cols: usize, out: [*]f32, panel: [*]T, tiles: [*]Tile) void {
+            const p = job.product;
+            const k = p.k;
+            var ic: usize = 0;
+            while (ic < m) : (ic += G.sizes.mc) {
+                const mc = @min(G.sizes.mc, m - ic);
+                const row_tiles = (mc + G.mr - 1) / G.mr;
+                const first_tile = (m0 + ic) / G.mr;
+                var jr = n0;
+                while (jr < n0 + cols) : (jr += G.nr) {
+                    var pc: usize = 0;
+                    while (pc < k) : (pc += G.sizes.kc) {
+                        const kc = @min(G.sizes.kc, k - pc);
+                        var walk = TapWalk.init(&job.pd, &p.g, pc);
+                        for (0..kc) |q| {
+                            const src = padded + walk.offset + jr;
+                            inline for (0..G.nv) |j| {
+                                const v: V32 = src[j * G.lanes ..][0..G.lanes].*;
+                                const w: V = if (exact) @floatCast(v) else v;
+                                panel[q * G.nr + j * G.lanes ..][0..G.lanes].* = w;
+                            }
+                            walk.next(&job.pd, &p.g);
+                        }
+                        for (0..row_tiles) |t| {
+                            const rows = @min(G.mr, mc - t * G.mr);
+                            G.edgeKernel(rows, G.nv, kc, weights + (first_tile + t) * k * G.mr + pc * G.mr, panel, &tiles[t], pc > 0);
+                        }
+                    }
+                    for (0..row_tiles) |t| {
+                        const rows = @min(G.mr, mc - t * G.mr);
+                        const o = m0 + ic + t * G.mr;
+                        job.store(&tiles[t], rows, ew.at([*]f32, out, @as(isize, @intCast(o)) * p.ops[0].strides[1]), jr, @min(jr + G.nr, n0 + cols));
+                    }
+                }
+            }
+        }
+
+        /// Writes the tile's padded columns jr..end that are outputs (ox < OW) to their positions.
+        fn store(job: *const Self, tile: *const Tile, rows: usize, out: [*]f32, jr: usize, end: usize) void {
+            const p = job.product;
+            const flat: *const [G.mr][G.nr]T = @ptrCast(tile);
+            const wp = job.pd.wp;
+            const ow = p.g.output[1];
+            const step = p.out_flat;
+            const rs: isize = p.ops[0].strides[1];
+            var at = jr;
+            var oy = jr / wp;
+            var ox = jr % wp;
+            while (at < end) {
+                const row_end = @min(end, at - ox + wp);
+                const valid_end = @min(row_end, at - ox + ow);
+                if (at < valid_end) {
+                    const j0 = at - jr;
+                    const count = valid_end - at;
+                    const pos: isize = @intCast(oy * ow + ox);
+                    for (0..rows) |i| {
+                        const dst = ew.at([*]f32, out, @as(isize, @intCast(i)) * rs + pos * step);
+                        if (step == 1) {
+                            copyRounded(flat[i][j0..].ptr, dst, count);
+                        } else {
+                            for (0..count) |q| ew.at([*]f32, dst, @as(isize, @intCast(q)) * step)[0] = @floatCast(flat[i][j0 + q]);
+                        }
+                    }
+                }
+                at = row_end;
+                ox = 0;
+                oy += 1;
+            }
+        }
+
+        /// dst[0..count] = src[0..count] rounded to f32, in whole vectors, then halves of one down to a value.
+        fn copyRounded(src: [*]const T, dst: [*]f32, count: usize) void {
+            var q: usize = 0;
+            comptime var w = G.lanes;
+            inline while (w >= 1) : (w /= 2) {
+                while (q + w <= count) : (q += w) {
+                    const v: @Vector(w, T) = src[q..][0..w].*;
+                    const r: @Vector(w, f32) = if (exact) @floatCast(v) else v;
+                    dst[q..][0..w].* = r;
+                }
+            }
+        }
+
+        /// The weight gradient's packers for `Gemm.multiplyFrom`: A the output gradient [O/groups, P], B the
+        /// windows' transpose [P, K].
+        const WeightSource = struct {
+            job: *const Self,
+            padded: [*]const f32,
+            /// The gradient at (image, the group's first output channel).
+            grad: [*]const f32,
+            m0: usize,
+            n0: usize,
+
+            pub fn packA(s: *const WeightSource, ic: usize, mc: usize, pc: usize, kc: usize, dst: [*]T) void {
+                const p = s.job.product;
+                const rs: isize = p.ops[1].strides[1];
+                const at = @as(isize, @intCast(s.m0 + ic)) * rs + @as(isize, @intCast(pc)) * p.a_flat;
+                G.packA(mc, kc, ew.at([*]const f32, s.grad, at), rs, p.a_flat, dst);
+            }
+
+            /// Taps n0+jc.. as NR-wide panels over positions pc..pc+kc: L taps by L positions (reading on
+            /// past a row's end into values it drops) transposed in registers, taps past the block zero in
+            /// the last block that has any.
+            pub fn packB(s: *const WeightSource, pc: usize, kc: usize, jc: usize, nc: usize, dst: [*]T) void {
+                const L = lanes32;
+                const VL = @Vector(L, f32);
+                const job = s.job;
+                const g = &job.product.g;
+                const ow = g.output[1];
+                var jr: usize = 0;
+                while (jr < nc) : (jr += G.nr) {
+                    const panel = dst + jr * kc;
+                    // Blocks wholly past the last tap are left unwritten: the micro-kernels read only the
+                    // vectors that hold valid columns.
+                    var jb: usize = 0;
+                    while (jb < G.nr and jr + jb < nc) : (jb += L) {
+                        const width = @min(L, G.nr - jb);
+                        var taps: [L][*]const f32 = undefined;
+                        var live: [L]bool = undefined;
+                        for (0..L) |j| {
+                            const tap = s.n0 + jc + jr + jb + j;
+                            live[j] = j < width and jr + jb + j < nc;
+                            taps[j] = s.padded + if (live[j]) job.pd.tapOffset(g, tap) else 0;
+                        }
+                        const mask: @Vector(L, bool) = live;
+                        var at = pc;
+                        var oy = pc / ow;
+                        var ox = pc % ow;
+                        while (at < pc + kc) {
+                            const seg = @min(ow - ox, pc + kc - at);
+                            const row = oy * job.pd.wp + ox;
+                            var q0: usize = 0;
+                            while (q0 < seg) : (q0 += L) {
+                                const count = @min(L, seg - q0);
+                                var block: [L]VL = undefined;
+                                inline for (0..L) |j| block[j] = taps[j][row + q0 ..][0..L].*;
+                                @call(.never_inline, gemm.transpose, .{ L, &block });
+                                const to = panel + (at - pc + q0) * G.nr + jb;
+                                for (0..count) |q| {
+                                    const v = @select(f32, mask, block[q], @as(VL, @splat(0)));
+                                    if (width == L) {
+                                        const w: @Vector(L, T) = if (exact) @floatCast(v) else v;
+                                        to[q * G.nr ..][0..L].* = w;
+                                    } else {
+                                        const a: [L]f32 = v;
+                                        for (0..width) |j| to[q * G.nr + j] = a[j];
+                                    }
+                                }
+                            }
+                            at += seg;
+                            ox = 0;
+                            oy += 1;
+                        }
+                    }
+                }
+            }
+        };
+
+        fn execute(rt: *const table.Runtime, p: *const Product, threads: usize) i32 {
+            const pd = Padded.init(&p.g);
+            var job: Self = .{
+                .product = p,
+                .pd = pd,
+                .plan = undefined,
+                .weights = undefined,
+                .group_elems = 0,
+                .region_bytes = undefined,
+                .tasks_memory = undefined,
+            };
+            const d = job.dims();
+            const plan = gemm.Plan.init(p.g.n * p.groups, d[0], d[1], d[2], threads, G.mr, G.nr);
+            job.plan = plan;
+            const padded_bytes = gemm.roundUp(pd.elems(p.cg) * @sizeOf(f32), 64);
+            var shared_bytes: usize = 0;
+            if (p.forward) {
+                job.group_elems = gemm.roundUp(p.og, G.mr) * p.k;
+                shared_bytes = gemm.roundUp(p.groups * job.group_elems * @sizeOf(T), 64);
+                const tiles = (@min(G.sizes.mc, plan.m_step) + G.mr - 1) / G.mr;
+                job.region_bytes = .{ padded_bytes, gemm.roundUp(@min(G.sizes.kc, p.k) * G.nr * @sizeOf(T), 64), tiles * @sizeOf(Tile), 0 };
+            } else {
+                const gw = G.workspaceBytes(@min(plan.m_step, d[0]), @min(plan.n_step, d[1]), d[2]);
+                job.region_bytes = .{ padded_bytes, gw[0], gw[1], gw[2] };
+            }
+            const r = job.region_bytes;
+            const lease = gemm.WorkspaceCache.acquire(shared_bytes + plan.tasks * (r[0] + r[1] + r[2] + r[3])) orelse
+                return @intFromEnum(abi.Status.out_of_memory);
+            defer gemm.WorkspaceCache.release(lease);
+            job.weights = @ptrCast(@alignCast(lease.memory));
+            job.tasks_memory = lease.memory + shared_bytes;
+            if (p.forward) packWeights(p, job.weights, job.group_elems);
+            if (plan.tasks == 1) {
+                run(&job, 0);
+            } else {
+                rt.parallelFor(&job, @intCast(plan.tasks), @intCast(plan.tasks), run);
+            }
+            return @intFromEnum(abi.Status.ok);
+        }
+
+        /// Each group's weights [O/groups, K] as MR-row panels over all of K (k-major, MR values per k; rows
+        /// past O/groups zero).
+        fn packWeights(p: *const Product, dst: [*]T, group_elems: usize) void {
+            const g = &p.g;
+            const ws = p.ops[1].strides;
+            for (0..p.groups) |group| {
+                const w0 = offset(&p.ops[1], &.{group * p.og});
+                var ir: usize = 0;
+                while (ir < p.og) : (ir += G.mr) {
+                    const panel = dst + group * group_elems + ir * p.k;
+                    for (0..p.k) |k| {
+                        const kx = k % g.kernel[1];
+                        const ky = (k / g.kernel[1]) % g.kernel[0];
+                        const c = k / g.kernel[1] / g.kernel[0];
+                        const at = w0 + @as(isize, @intCast(ir)) * ws[0] + @as(isize, @intCast(c)) * ws[1] + @as(isize, @intCast(ky)) * ws[2] + @as(isize, @intCast(kx)) * ws[3];
+                        for (0..G.mr) |i| {
+                            panel[k * G.mr + i] = if (ir + i < p.og) ew.at([*]const f32, p.a, at + @as(isize, @intCast(i)) * ws[0])[0] else 0;
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+
 /// `zt_conv_product_f32`: convolution as an implicit GEMM, the windows packed straight from the image into
 /// the GEMM's panels (no column matrix). Argument block: shape [N, C, KH, KW, OH, OW]; the ints of
 /// `zt_conv_fold_f32`, then ints[8] groups and ints[9] O (output channels); args.mode 0 fast, 1 exact.
@@ -492,7 +903,8 @@ fn ProductJob(comptime T: type) type {
 /// image: out [N, O, C/groups, KH, KW] (operand 0; the last three flatten) = gradient [N, O, OH, OW]
 /// (operand 1; OH, OW flatten) · the windows' transpose. Each output element is the matmul's sum over K
 /// (forward) or OH·OW (weight) in ascending order, so exact mode equals im2col followed by the matmul, bit
-/// for bit. Returns `Status.out_of_memory` before writing anything if the panels cannot be allocated.
+/// for bit. Stride-1 products read the windows from a padded copy of each image (`DirectJob`), with the same
+/// sums. Returns `Status.out_of_memory` before writing anything if the panels cannot be allocated.
 pub fn productF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8, a: [*]const u8, image: [*]const u8) callconv(.c) i32 {
     std.debug.assert(args.rank == 6);
     const g = Geometry.fromArgs(args);
@@ -531,6 +943,9 @@ pub fn productF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u
         return @intFromEnum(abi.Status.ok);
     }
     const threads: usize = @intCast(@max(1, args.threads));
+    if (g.stride[0] == 1 and g.stride[1] == 1 and Padded.init(&g).elems(cg) * @sizeOf(f32) <= direct_max_bytes) {
+        return if (args.mode == 1) DirectJob(f64).execute(rt, &product, threads) else DirectJob(f32).execute(rt, &product, threads);
+    }
     return if (args.mode == 1) ProductJob(f64).execute(rt, &product, threads) else ProductJob(f32).execute(rt, &product, threads);
 }
 

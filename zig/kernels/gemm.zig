@@ -343,7 +343,7 @@ pub fn Gemm(comptime T: type) type {
 
         /// The micro-kernel cut to an edge tile's rows and vectors, so that a thin edge (the one row of a
         /// vector-matrix product, a narrow N) costs what it computes rather than a full tile.
-        fn edgeKernel(rows: usize, vectors: usize, kc: usize, a: [*]const T, b: [*]const T, tile: *Tile, from_partial: bool) void {
+        pub fn edgeKernel(rows: usize, vectors: usize, kc: usize, a: [*]const T, b: [*]const T, tile: *Tile, from_partial: bool) void {
             @setEvalBranchQuota(20_000);
             switch (rows) {
                 inline 1...mr => |r| switch (vectors) {
@@ -628,7 +628,7 @@ fn transposeMask(comptime L: usize, comptime w: usize, comptime upper: bool) @Ve
     return mask;
 }
 
-fn roundUp(x: usize, multiple: usize) usize {
+pub fn roundUp(x: usize, multiple: usize) usize {
     return (x + multiple - 1) / multiple * multiple;
 }
 
