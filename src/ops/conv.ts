@@ -2,7 +2,8 @@
  * 2-D convolution over NCHW tensors (and conv1d, convTranspose2d on top of it), built from the seam's kernels
  * only, so the reference kernel set runs them too. Convolution and its weight gradient are implicit GEMMs (one
  * `convProduct` call each, the windows packed straight from the image into the product's panels); the input
- * gradient multiplies by the transposed weights and folds the columns back (col2im, one kernel call).
+ * gradient is one too at stride 1 with one group (the output gradient convolved with the flipped, transposed
+ * weights), and otherwise multiplies by the transposed weights and folds the columns back (col2im).
  *
  * @module
  */
