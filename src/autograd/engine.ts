@@ -6,14 +6,26 @@
  *
  * @module
  */
-import { DType } from "../core/dtype.ts";
-import { runBackwardRule } from "../context.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
+import { type ComputeSnapshot, computeSnapshot, runBackwardRule } from "../context.ts";
 import { addInto, binaryKernel } from "../ops/common.ts";
 import { formatShape } from "../core/shape.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { BinaryOp } from "../kernels/types.ts";
 import { ActivationScope } from "../memory/scope.ts";
-import { allocate, isReleasedOf, rankOf, shapeOf, sizeOf, type Tensor } from "../tensor.ts";
+import { ownership, type Storage, storageBytes } from "../memory/storage.ts";
+import {
+  allocate,
+  dtypeOf,
+  isContiguousOf,
+  isReleasedOf,
+  offsetOf,
+  rankOf,
+  shapeOf,
+  sizeOf,
+  storageOf,
+  type Tensor,
+} from "../tensor.ts";
 import { type AutogradNode, BackwardRecord, LeafNode, nodeOf, setLeafGrad } from "./record.ts";
 import { runRule } from "./rules.ts";
 
@@ -41,13 +53,49 @@ function topologicalOrder(root: BackwardRecord): BackwardRecord[] {
   return order.reverse();
 }
 
-/** Adds `g` into the leaf's gradient: a copy no scope tracks the first time, in place afterwards. */
-function accumulate(leaf: LeafNode, g: Tensor): void {
-  if (leaf.grad === null || isReleasedOf(leaf.grad)) {
-    setLeafGrad(leaf, g.clone());
-    return;
+/** A gradient on its way to a leaf, with the compute settings of the record that made it. */
+interface LeafGradient {
+  readonly settings: ComputeSnapshot;
+  readonly g: Tensor;
+}
+
+/**
+ * Whether the leaf may keep `g` itself rather than a copy: a contiguous tensor over the whole of a storage the
+ * backward pass made (so its scope tracks it: neither the caller's `grad` nor a saved tensor), and that no
+ * other leaf gradient of this pass shares (`uses` counts the storages of them all).
+ */
+function isSoleOwner(g: Tensor, scope: ActivationScope, uses: Map<Storage, number>): boolean {
+  const storage = storageOf(g);
+  const info = dtypeInfo(dtypeOf(g));
+  return ownership.ownerOf(storage)?.owner === scope && uses.get(storage) === 1 && offsetOf(g) === 0 &&
+    isContiguousOf(g) && storageBytes(storage) === (sizeOf(g) / info.blockElements) * info.blockBytes;
+}
+
+/**
+ * Adds each gradient into its leaf's `grad`, in the order they came: the first one into an empty leaf is
+ * taken as it is when the pass is its sole owner (out of the pass's scope, so that the scope does not
+ * release it), a copy no scope tracks otherwise; the rest are added in place. Runs after every rule, so that
+ * no rule reads a gradient a leaf has taken.
+ */
+function accumulate(leaves: Map<LeafNode, LeafGradient[]>, scope: ActivationScope): void {
+  const uses = new Map<Storage, number>();
+  for (const list of leaves.values()) {
+    for (const { g } of list) uses.set(storageOf(g), (uses.get(storageOf(g)) ?? 0) + 1);
   }
-  addInto("backward", leaf.grad, g);
+  for (const [leaf, list] of leaves) {
+    for (const { settings, g } of list) {
+      runBackwardRule(settings, () => {
+        if (leaf.grad !== null && !isReleasedOf(leaf.grad)) {
+          addInto("backward", leaf.grad, g);
+        } else if (isSoleOwner(g, scope, uses)) {
+          ownership.moveTo(storageOf(g), null);
+          setLeafGrad(leaf, g);
+        } else {
+          setLeafGrad(leaf, g.clone());
+        }
+      });
+    }
+  }
 }
 
 /** `root.backward(grad)`: a scalar root needs no `grad`; otherwise `grad` has the root's shape. */
@@ -82,11 +130,13 @@ export function backward(root: Tensor, grad?: Tensor): void {
       "backward: this graph was already consumed by a backward pass; run the forward pass again",
     );
   }
-  using _scope = new ActivationScope();
+  using scope = new ActivationScope();
   const seed = grad ?? allocate("backward", shapeOf(root), DType.F32, false, { scoped: true });
   if (grad === undefined) seed.fill(1);
+  const leaves = new Map<LeafNode, LeafGradient[]>();
   if (start instanceof LeafNode) {
-    accumulate(start, seed);
+    leaves.set(start, [{ settings: computeSnapshot(), g: seed }]);
+    accumulate(leaves, scope);
     return;
   }
   const grads = new Map<AutogradNode, Tensor>([[start, seed]]);
@@ -100,7 +150,10 @@ export function backward(root: Tensor, grad?: Tensor): void {
       const node = record.inputs[i].node;
       if (gi === null || node === null) return;
       if (node instanceof LeafNode) {
-        runBackwardRule(record.settings, () => accumulate(node, gi));
+        const list = leaves.get(node);
+        const entry = { settings: record.settings, g: gi };
+        if (list === undefined) leaves.set(node, [entry]);
+        else list.push(entry);
         return;
       }
       const previous = grads.get(node);
@@ -112,4 +165,5 @@ export function backward(root: Tensor, grad?: Tensor): void {
       );
     });
   }
+  accumulate(leaves, scope);
 }
