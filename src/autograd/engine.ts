@@ -60,15 +60,74 @@ interface LeafGradient {
 }
 
 /**
- * Whether the leaf may keep `g` itself rather than a copy: a contiguous tensor over the whole of a storage the
- * backward pass made (so its scope tracks it: neither the caller's `grad` nor a saved tensor), and that no
- * other leaf gradient of this pass shares (`uses` counts the storages of them all).
+ * The storages of the gradients a backward pass holds, each with how many of its pending gradients (the
+ * records' and the leaves') refer to it. A storage the pass made (its scope tracks it) is released as soon as
+ * no pending gradient refers to it, so that later rules reuse its memory while it is still in cache.
  */
-function isSoleOwner(g: Tensor, scope: ActivationScope, uses: Map<Storage, number>): boolean {
+class Holds {
+  readonly scope: ActivationScope;
+  readonly #counts = new Map<Storage, number>();
+
+  constructor(scope: ActivationScope) {
+    this.scope = scope;
+  }
+
+  /** Whether the pass made `storage` (and so may release it or hand it to a leaf). */
+  made(storage: Storage): boolean {
+    return ownership.ownerOf(storage)?.owner === this.scope;
+  }
+
+  /** How many pending gradients refer to `storage`. */
+  count(storage: Storage): number {
+    return this.#counts.get(storage) ?? 0;
+  }
+
+  hold(t: Tensor): Tensor {
+    const storage = storageOf(t);
+    this.#counts.set(storage, this.count(storage) + 1);
+    return t;
+  }
+
+  drop(t: Tensor): void {
+    const storage = storageOf(t);
+    const left = this.count(storage) - 1;
+    if (left > 0) {
+      this.#counts.set(storage, left);
+      return;
+    }
+    this.#counts.delete(storage);
+    if (this.made(storage)) storage.release();
+  }
+}
+
+/**
+ * The gradients of a record's inputs by its rule, run in a scope of its own: what the rule made and does not
+ * return is released as it returns, and what it returns moves to the pass's scope.
+ */
+function gradientsOf(record: BackwardRecord, g: Tensor): (Tensor | null)[] {
+  return runBackwardRule(record.settings, () => {
+    const scope = new ActivationScope();
+    try {
+      const inputs = runRule(record, g);
+      for (const gi of inputs) {
+        if (gi !== null && ownership.ownerOf(storageOf(gi))?.owner === scope) ActivationScope.keep(gi);
+      }
+      return inputs;
+    } finally {
+      scope.dispose();
+    }
+  });
+}
+
+/**
+ * Whether the leaf may keep `g` itself rather than a copy: a contiguous tensor over the whole of a storage the
+ * backward pass made (neither the caller's `grad` nor a saved tensor) that no other pending gradient shares.
+ */
+function isSoleOwner(g: Tensor, holds: Holds): boolean {
   const storage = storageOf(g);
   const info = dtypeInfo(dtypeOf(g));
-  return ownership.ownerOf(storage)?.owner === scope && uses.get(storage) === 1 && offsetOf(g) === 0 &&
-    isContiguousOf(g) && storageBytes(storage) === (sizeOf(g) / info.blockElements) * info.blockBytes;
+  return holds.made(storage) && holds.count(storage) === 1 && offsetOf(g) === 0 && isContiguousOf(g) &&
+    storageBytes(storage) === (sizeOf(g) / info.blockElements) * info.blockBytes;
 }
 
 /**
@@ -77,21 +136,19 @@ function isSoleOwner(g: Tensor, scope: ActivationScope, uses: Map<Storage, numbe
  * release it), a copy no scope tracks otherwise; the rest are added in place. Runs after every rule, so that
  * no rule reads a gradient a leaf has taken.
  */
-function accumulate(leaves: Map<LeafNode, LeafGradient[]>, scope: ActivationScope): void {
-  const uses = new Map<Storage, number>();
-  for (const list of leaves.values()) {
-    for (const { g } of list) uses.set(storageOf(g), (uses.get(storageOf(g)) ?? 0) + 1);
-  }
+function accumulate(leaves: Map<LeafNode, LeafGradient[]>, holds: Holds): void {
   for (const [leaf, list] of leaves) {
     for (const { settings, g } of list) {
       runBackwardRule(settings, () => {
         if (leaf.grad !== null && !isReleasedOf(leaf.grad)) {
           addInto("backward", leaf.grad, g);
-        } else if (isSoleOwner(g, scope, uses)) {
+          holds.drop(g);
+        } else if (isSoleOwner(g, holds)) {
           ownership.moveTo(storageOf(g), null);
           setLeafGrad(leaf, g);
         } else {
           setLeafGrad(leaf, g.clone());
+          holds.drop(g);
         }
       });
     }
@@ -131,12 +188,14 @@ export function backward(root: Tensor, grad?: Tensor): void {
     );
   }
   using scope = new ActivationScope();
+  const holds = new Holds(scope);
   const seed = grad ?? allocate("backward", shapeOf(root), DType.F32, false, { scoped: true });
   if (grad === undefined) seed.fill(1);
+  holds.hold(seed);
   const leaves = new Map<LeafNode, LeafGradient[]>();
   if (start instanceof LeafNode) {
     leaves.set(start, [{ settings: computeSnapshot(), g: seed }]);
-    accumulate(leaves, scope);
+    accumulate(leaves, holds);
     return;
   }
   const grads = new Map<AutogradNode, Tensor>([[start, seed]]);
@@ -144,11 +203,12 @@ export function backward(root: Tensor, grad?: Tensor): void {
     const g = grads.get(record);
     grads.delete(record);
     if (g === undefined) continue;
-    const inputs = runBackwardRule(record.settings, () => runRule(record, g));
+    const inputs = gradientsOf(record, g);
     record.release();
     inputs.forEach((gi, i) => {
       const node = record.inputs[i].node;
       if (gi === null || node === null) return;
+      holds.hold(gi);
       if (node instanceof LeafNode) {
         const list = leaves.get(node);
         const entry = { settings: record.settings, g: gi };
@@ -157,13 +217,18 @@ export function backward(root: Tensor, grad?: Tensor): void {
         return;
       }
       const previous = grads.get(node);
+      if (previous === undefined) {
+        grads.set(node, gi);
+        return;
+      }
       grads.set(
         node,
-        previous === undefined
-          ? gi
-          : runBackwardRule(record.settings, () => binaryKernel("backward", BinaryOp.Add, previous, gi)),
+        holds.hold(runBackwardRule(record.settings, () => binaryKernel("backward", BinaryOp.Add, previous, gi))),
       );
+      holds.drop(previous);
+      holds.drop(gi);
     });
+    holds.drop(g);
   }
-  accumulate(leaves, scope);
+  accumulate(leaves, holds);
 }
