@@ -223,7 +223,9 @@ export function backward(root: Tensor, grad?: Tensor): void {
       }
       grads.set(
         node,
-        holds.hold(runBackwardRule(record.settings, () => binaryKernel("backward", BinaryOp.Add, previous, gi))),
+        holds.hold(
+          runBackwardRule(record.settings, () => binaryKernel("backward", BinaryOp.Add, previous, gi)),
+        ),
       );
       holds.drop(previous);
       holds.drop(gi);
