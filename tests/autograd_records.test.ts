@@ -289,3 +289,51 @@ test("a training step of a two-layer perceptron obtains no new native memory aft
   assert.equal(BufferPool.default.stats().osBytes, osBytes);
   assert.ok(losses[29] < losses[0], `loss went from ${losses[0]} to ${losses[29]}`);
 });
+
+test("a leaf takes its first gradient without a copy only when nothing else holds it; values stay independent", () => {
+  const a = Tensor.from([1, 2, 3]).withRequiresGrad();
+  const b = Tensor.from([4, 5, 6]).withRequiresGrad();
+  {
+    using _ = new ActivationScope();
+    // One gradient for both leaves: each needs its own, and a + a accumulates twice.
+    ops.sum(ops.add(ops.add(a, b), a)).backward();
+  }
+  assert.deepEqual([...a.grad!.toArray()], [2, 2, 2]);
+  assert.deepEqual([...b.grad!.toArray()], [1, 1, 1]);
+  assert.ok(a.grad!.storage !== b.grad!.storage);
+  {
+    using _ = new ActivationScope();
+    // A fresh gradient of its own (mul makes it) is taken, survives the scope and then accumulates in place.
+    ops.sum(ops.mul(a, b)).backward();
+  }
+  assert.deepEqual([...a.grad!.toArray()], [6, 7, 8]);
+  assert.deepEqual([...b.grad!.toArray()], [2, 3, 4]);
+  a.grad = null;
+  b.grad = null;
+  // The caller's gradient is copied, never taken: writing it afterwards leaves the leaf's alone.
+  using seed = Tensor.from([1, 1, 1]);
+  ops.mul(a, 2).backward(seed);
+  seed.fill(9);
+  assert.deepEqual([...a.grad!.toArray()], [2, 2, 2]);
+  // A linear layer's weight gradient (through the transpose) has the weight's layout and values.
+  using x = Tensor.from([1, 2, 3, 4, 5, 6], [2, 3]);
+  const w = Tensor.from([1, 0, 0, 0, 1, 0], [2, 3]).withRequiresGrad();
+  ops.sum(ops.linear(x, w)).backward();
+  assert.deepEqual([...w.grad!.toArray()], [5, 7, 9, 5, 7, 9]);
+  assert.deepEqual([...w.grad!.strides], [3, 1]);
+  for (const t of [a, b, w]) t.dispose();
+});
+
+test("a matrix weight against a batched input gets the summed gradient of all the batch's rows", () => {
+  using x = Tensor.from([1, 2, 3, 4, 5, 6, 7, 8], [2, 2, 2]);
+  const w = Tensor.from([1, 2, 3, 4], [2, 2]).withRequiresGrad();
+  const v = Tensor.from([1, 2, 3, 4], [2, 2]).withRequiresGrad();
+  using _ = new ActivationScope();
+  ops.sum(ops.matmul(x, w)).backward();
+  ops.sum(ops.matmul(x, ops.transpose(v, 0, 1))).backward();
+  // d/dW Σ x·W: row k of dW is Σ over rows of x[.., k]: 1+3+5+7 = 16, 2+4+6+8 = 20.
+  assert.deepEqual([...w.grad!.toArray()], [16, 16, 20, 20]);
+  assert.deepEqual([...v.grad!.toArray()], [16, 20, 16, 20]);
+  w.dispose();
+  v.dispose();
+});

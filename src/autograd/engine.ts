@@ -6,14 +6,26 @@
  *
  * @module
  */
-import { DType } from "../core/dtype.ts";
-import { runBackwardRule } from "../context.ts";
+import { DType, dtypeInfo } from "../core/dtype.ts";
+import { type ComputeSnapshot, computeSnapshot, runBackwardRule } from "../context.ts";
 import { addInto, binaryKernel } from "../ops/common.ts";
 import { formatShape } from "../core/shape.ts";
 import { TensorShapeError } from "../core/errors.ts";
 import { BinaryOp } from "../kernels/types.ts";
 import { ActivationScope } from "../memory/scope.ts";
-import { allocate, isReleasedOf, rankOf, shapeOf, sizeOf, type Tensor } from "../tensor.ts";
+import { ownership, type Storage, storageBytes } from "../memory/storage.ts";
+import {
+  allocate,
+  dtypeOf,
+  isContiguousOf,
+  isReleasedOf,
+  offsetOf,
+  rankOf,
+  shapeOf,
+  sizeOf,
+  storageOf,
+  type Tensor,
+} from "../tensor.ts";
 import { type AutogradNode, BackwardRecord, LeafNode, nodeOf, setLeafGrad } from "./record.ts";
 import { runRule } from "./rules.ts";
 
@@ -41,13 +53,106 @@ function topologicalOrder(root: BackwardRecord): BackwardRecord[] {
   return order.reverse();
 }
 
-/** Adds `g` into the leaf's gradient: a copy no scope tracks the first time, in place afterwards. */
-function accumulate(leaf: LeafNode, g: Tensor): void {
-  if (leaf.grad === null || isReleasedOf(leaf.grad)) {
-    setLeafGrad(leaf, g.clone());
-    return;
+/** A gradient on its way to a leaf, with the compute settings of the record that made it. */
+interface LeafGradient {
+  readonly settings: ComputeSnapshot;
+  readonly g: Tensor;
+}
+
+/**
+ * The storages of the gradients a backward pass holds, each with how many of its pending gradients (the
+ * records' and the leaves') refer to it. A storage the pass made (its scope tracks it) is released as soon as
+ * no pending gradient refers to it, so that later rules reuse its memory while it is still in cache.
+ */
+class Holds {
+  readonly scope: ActivationScope;
+  readonly #counts = new Map<Storage, number>();
+
+  constructor(scope: ActivationScope) {
+    this.scope = scope;
   }
-  addInto("backward", leaf.grad, g);
+
+  /** Whether the pass made `storage` (and so may release it or hand it to a leaf). */
+  made(storage: Storage): boolean {
+    return ownership.ownerOf(storage)?.owner === this.scope;
+  }
+
+  /** How many pending gradients refer to `storage`. */
+  count(storage: Storage): number {
+    return this.#counts.get(storage) ?? 0;
+  }
+
+  hold(t: Tensor): Tensor {
+    const storage = storageOf(t);
+    this.#counts.set(storage, this.count(storage) + 1);
+    return t;
+  }
+
+  drop(t: Tensor): void {
+    const storage = storageOf(t);
+    const left = this.count(storage) - 1;
+    if (left > 0) {
+      this.#counts.set(storage, left);
+      return;
+    }
+    this.#counts.delete(storage);
+    if (this.made(storage)) storage.release();
+  }
+}
+
+/**
+ * The gradients of a record's inputs by its rule, run in a scope of its own: what the rule made and does not
+ * return is released as it returns, and what it returns moves to the pass's scope.
+ */
+function gradientsOf(record: BackwardRecord, g: Tensor): (Tensor | null)[] {
+  return runBackwardRule(record.settings, () => {
+    const scope = new ActivationScope();
+    try {
+      const inputs = runRule(record, g);
+      for (const gi of inputs) {
+        if (gi !== null && ownership.ownerOf(storageOf(gi))?.owner === scope) ActivationScope.keep(gi);
+      }
+      return inputs;
+    } finally {
+      scope.dispose();
+    }
+  });
+}
+
+/**
+ * Whether the leaf may keep `g` itself rather than a copy: a contiguous tensor over the whole of a storage the
+ * backward pass made (neither the caller's `grad` nor a saved tensor) that no other pending gradient shares.
+ */
+function isSoleOwner(g: Tensor, holds: Holds): boolean {
+  const storage = storageOf(g);
+  const info = dtypeInfo(dtypeOf(g));
+  return holds.made(storage) && holds.count(storage) === 1 && offsetOf(g) === 0 && isContiguousOf(g) &&
+    storageBytes(storage) === (sizeOf(g) / info.blockElements) * info.blockBytes;
+}
+
+/**
+ * Adds each gradient into its leaf's `grad`, in the order they came: the first one into an empty leaf is
+ * taken as it is when the pass is its sole owner (out of the pass's scope, so that the scope does not
+ * release it), a copy no scope tracks otherwise; the rest are added in place. Runs after every rule, so that
+ * no rule reads a gradient a leaf has taken.
+ */
+function accumulate(leaves: Map<LeafNode, LeafGradient[]>, holds: Holds): void {
+  for (const [leaf, list] of leaves) {
+    for (const { settings, g } of list) {
+      runBackwardRule(settings, () => {
+        if (leaf.grad !== null && !isReleasedOf(leaf.grad)) {
+          addInto("backward", leaf.grad, g);
+          holds.drop(g);
+        } else if (isSoleOwner(g, holds)) {
+          ownership.moveTo(storageOf(g), null);
+          setLeafGrad(leaf, g);
+        } else {
+          setLeafGrad(leaf, g.clone());
+          holds.drop(g);
+        }
+      });
+    }
+  }
 }
 
 /** `root.backward(grad)`: a scalar root needs no `grad`; otherwise `grad` has the root's shape. */
@@ -82,11 +187,15 @@ export function backward(root: Tensor, grad?: Tensor): void {
       "backward: this graph was already consumed by a backward pass; run the forward pass again",
     );
   }
-  using _scope = new ActivationScope();
+  using scope = new ActivationScope();
+  const holds = new Holds(scope);
   const seed = grad ?? allocate("backward", shapeOf(root), DType.F32, false, { scoped: true });
   if (grad === undefined) seed.fill(1);
+  holds.hold(seed);
+  const leaves = new Map<LeafNode, LeafGradient[]>();
   if (start instanceof LeafNode) {
-    accumulate(start, seed);
+    leaves.set(start, [{ settings: computeSnapshot(), g: seed }]);
+    accumulate(leaves, holds);
     return;
   }
   const grads = new Map<AutogradNode, Tensor>([[start, seed]]);
@@ -94,22 +203,34 @@ export function backward(root: Tensor, grad?: Tensor): void {
     const g = grads.get(record);
     grads.delete(record);
     if (g === undefined) continue;
-    const inputs = runBackwardRule(record.settings, () => runRule(record, g));
+    const inputs = gradientsOf(record, g);
     record.release();
     inputs.forEach((gi, i) => {
       const node = record.inputs[i].node;
       if (gi === null || node === null) return;
+      holds.hold(gi);
       if (node instanceof LeafNode) {
-        runBackwardRule(record.settings, () => accumulate(node, gi));
+        const list = leaves.get(node);
+        const entry = { settings: record.settings, g: gi };
+        if (list === undefined) leaves.set(node, [entry]);
+        else list.push(entry);
         return;
       }
       const previous = grads.get(node);
+      if (previous === undefined) {
+        grads.set(node, gi);
+        return;
+      }
       grads.set(
         node,
-        previous === undefined
-          ? gi
-          : runBackwardRule(record.settings, () => binaryKernel("backward", BinaryOp.Add, previous, gi)),
+        holds.hold(
+          runBackwardRule(record.settings, () => binaryKernel("backward", BinaryOp.Add, previous, gi)),
+        ),
       );
+      holds.drop(previous);
+      holds.drop(gi);
     });
+    holds.drop(g);
   }
+  accumulate(leaves, holds);
 }

@@ -16,6 +16,7 @@ import {
   operandOf,
   rankOf,
   shapeOf,
+  sizeOf,
   stridesOf,
   type Tensor,
 } from "../tensor.ts";
@@ -35,7 +36,7 @@ import { attentionBackward, embeddingBackward } from "../ops/nn.ts";
 import { binaryKernel } from "../ops/common.ts";
 import { kernelCode } from "../core/op_table.ts";
 import { batchNormBackward, layerNormBackward } from "../ops/norm.ts";
-import type { BackwardRecord, OpKind } from "./record.ts";
+import type { AutogradNode, BackwardRecord, OpKind } from "./record.ts";
 
 /** The gradients of a record's inputs from the gradient of its output. */
 export type BackwardRule<K extends OpKind = OpKind> = (
@@ -73,6 +74,33 @@ function keptGradient(record: BackwardRecord<"Sum" | "Mean" | "Max" | "Min" | "P
   if (keepDims) return g;
   const shape = record.inputShape(0).map((extent, i) => (axes.includes(i) ? 1 : extent));
   return reshape(g, shape);
+}
+
+/** Whether `node` is the record of a transpose of the last two axes (what `linear` makes of its weight). */
+function isMatrixTranspose(node: AutogradNode | null): boolean {
+  if (node === null || !("op" in node) || node.op !== "Permute") return false;
+  const dims = (node as BackwardRecord<"Permute">).attrs.dims;
+  return dims.every((d, i) => d === (i < dims.length - 2 ? i : 2 * dims.length - 3 - i));
+}
+
+/**
+ * dB = Aᵀ·g of a matmul. A matrix B (rank 2) against a batched A takes one product over the batch's rows
+ * folded together, not one per batch summed after. When B is the transpose of a matrix (a linear layer's
+ * weight), dB is computed as (gᵀ·A)ᵀ, so that the transpose's own gradient (its inverse permutation) is
+ * contiguous and its leaf takes it without a copy.
+ */
+function matMulRightGradient(r: BackwardRecord<"MatMul">, g: Tensor): Tensor {
+  const shape = r.inputShape(1);
+  let a = r.savedTensor(0);
+  if (shape.length === 2 && rankOf(a) > 2) {
+    const [k, n] = shape;
+    a = reshape(a, [sizeOf(a) / k, k]);
+    g = reshape(g, [sizeOf(g) / n, n]);
+  }
+  if (isMatrixTranspose(r.inputs[1].node)) {
+    return sumToShape(transpose(matmul(transpose(g, -1, -2), a), -1, -2), shape);
+  }
+  return sumToShape(matmul(transpose(a, -1, -2), g), shape);
 }
 
 const TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.PI);
@@ -115,7 +143,7 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
   // dA = g·Bᵀ, dB = Aᵀ·g, the transposes being strided views of the saved tensors.
   MatMul: (r, g) => [
     r.needsGrad(0) ? sumToShape(matmul(g, transpose(r.savedTensor(1), -1, -2)), r.inputShape(0)) : null,
-    r.needsGrad(1) ? sumToShape(matmul(transpose(r.savedTensor(0), -1, -2), g), r.inputShape(1)) : null,
+    r.needsGrad(1) ? matMulRightGradient(r, g) : null,
   ],
   // Each output gradient is added at its winner (saved: its position within its plane), by the indexAdd kernel.
   MaxPool2d: (r, g) => [maxPool2dBackward(g, r.savedTensor(0), r.inputShape(0))],
