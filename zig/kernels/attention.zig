@@ -60,21 +60,11 @@ const nr = if (many_registers) 4 * lanes else 2 * lanes;
 /// Vectors of output columns per P·V micro-tile.
 const pv_vecs = if (many_registers) 4 else 2;
 
-inline fn fma(a: V, b: V, c: V) V {
-    return if (has_fma) @mulAdd(V, a, b, c) else a * b + c;
+inline fn mulAdd(comptime W: type, a: W, b: W, c: W) W {
+    return if (has_fma) @mulAdd(W, a, b, c) else a * b + c;
 }
 
-pub const ForwardFn = *const fn (
-    rt: *const table.Runtime,
-    args: *const abi.ArgBlock,
-    out: [*]f32,
-    lse: [*]f32,
-    q: [*]const f32,
-    k: [*]const f32,
-    v: [*]const f32,
-    mask: ?[*]const u8,
-    work: [*]f32,
-) callconv(.c) void;
+pub const ForwardFn = *const @TypeOf(forwardF32);
 
 /// This family's entries in the kernel table.
 pub const Table = extern struct {
@@ -357,7 +347,7 @@ const Item = struct {
             var c: usize = 0;
             while (c + lanes <= f.ev) : (c += lanes) o[c..][0..lanes].* = @as(V, a[c..][0..lanes].*) * inv;
             while (c < f.ev) : (c += 1) o[c] = a[c] * inv[0];
-            it.lse[i] = mx[r] + @as(f32, @floatCast(math.log(sum[r])));
+            it.lse[i] = mx[r] * std.math.ln2 + @as(f32, @floatCast(math.log(sum[r])));
         }
     }
 
@@ -385,7 +375,8 @@ const Item = struct {
         }
     }
 
-    /// R query rows from ib against keys kb..kb+nk: scores, the online softmax step, then acc += P·V.
+    /// R query rows from ib against keys kb..kb+nk: scores, the online softmax step, then acc += P·V. Scores
+    /// and maxima are in log2 units (y = s·log2 e), so that p = 2^(y − m).
     fn tileStep(
         it: *const Item,
         comptime R: usize,
@@ -405,73 +396,117 @@ const Item = struct {
         var qr: [R][*]const f32 = undefined;
         inline for (0..R) |r| qr[r] = it.q + (ib + r) * f.q_row;
         const panels = (nk + nr - 1) / nr;
-        for (0..panels) |p| scores(R, qr, kt + p * f.e * nr, f.e, tile + p * nr, block_keys);
-        const ninf = -std.math.inf(f32);
-        const scale: V = @splat(f.scale);
         const nkp = panels * nr;
+        const ninf = -std.math.inf(f32);
+        const c2: V = @splat(f.scale * log2e);
+        // Each row's maximum, raised as the score micro-tiles are stored (only a greater score raises it).
+        var bmv: [R]V = @splat(@splat(ninf));
+        for (0..panels) |p| {
+            const a = scores(R, qr, kt + p * f.e * nr, f.e);
+            inline for (0..R) |r| inline for (0..nr / lanes) |t| {
+                const y = a[r][t] * c2;
+                tile[r * block_keys + p * nr + t * lanes ..][0..lanes].* = y;
+                bmv[r] = @select(f32, y > bmv[r], y, bmv[r]);
+            };
+        }
+        // Every row sees every key of the tile unless a mask, padding past nk or the causal edge excludes some.
+        const full = it.mask_f == null and it.mask_b == null and nk == nkp and (!f.causal or ib + 1 >= kb + nk);
+        if (full) {
+            inline for (0..R) |r| alive[ib + r - it.r0] = 1;
+        } else {
+            inline for (0..R) |r| {
+                const i = ib + r;
+                const row = tile + r * block_keys;
+                const count = if (f.causal) @min(nk, i + 1 - kb) else nk;
+                // Excluded keys (a false Bool element, past `count`) become −∞, whose power below is 0 (the shift is
+                // finite or 0); an f32 mask element is added in log2 units.
+                var any = false;
+                bmv[r] = @splat(ninf);
+                var j: usize = 0;
+                while (j < nkp) : (j += lanes) {
+                    var x: V = row[j..][0..lanes].*;
+                    if (it.mask_f != null or it.mask_b != null or j + lanes > count) {
+                        var a: [lanes]f32 = x;
+                        inline for (0..lanes) |t| {
+                            const jj = j + t;
+                            if (jj >= count or !it.allowed(i, kb + jj)) {
+                                a[t] = ninf;
+                            } else {
+                                any = true;
+                                a[t] += it.added(i, kb + jj) * log2e;
+                            }
+                        }
+                        x = a;
+                    } else any = true;
+                    row[j..][0..lanes].* = x;
+                    bmv[r] = @select(f32, x > bmv[r], x, bmv[r]);
+                }
+                if (any) alive[i - it.r0] = 1;
+            }
+        }
+        // The new maxima, and the factors of the old sums and accumulators (1 while −∞, 0 for the first finite
+        // maximum), all rows at once.
+        const W = @Vector(R, f32);
+        var old: W = undefined;
+        var next: W = undefined;
         inline for (0..R) |r| {
-            const i = ib + r;
-            const local = i - it.r0;
+            const m = mx[ib + r - it.r0];
+            const bm = @reduce(.Max, bmv[r]);
+            old[r] = m;
+            next[r] = if (bm > m) bm else m;
+        }
+        const none = next == @as(W, @splat(ninf));
+        const factor = pow2(R, @select(f32, none, @as(W, @splat(0)), old - next));
+        const shifts = @select(f32, none, @as(W, @splat(0)), next);
+        const factors: [R]f32 = factor;
+        inline for (0..R) |r| {
+            const local = ib + r - it.r0;
+            mx[local] = next[r];
             const row = tile + r * block_keys;
-            const count = if (f.causal) @min(nk, i + 1 - kb) else nk;
-            // Scores: scaled and masked; excluded keys (a false Bool element, past `count`) become −∞, whose
-            // exponential below is 0 (the shift is finite or 0).
-            var any = false;
-            var bmv: V = @splat(ninf);
+            const shift: V = @splat(shifts[r]);
+            var lv: V = @splat(0);
             var j: usize = 0;
             while (j < nkp) : (j += lanes) {
-                var x = @as(V, row[j..][0..lanes].*) * scale;
-                if (it.mask_f != null or it.mask_b != null or j + lanes > count) {
-                    var a: [lanes]f32 = x;
-                    inline for (0..lanes) |t| {
-                        const jj = j + t;
-                        if (jj >= count or !it.allowed(i, kb + jj)) {
-                            a[t] = ninf;
-                        } else {
-                            any = true;
-                            a[t] += it.added(i, kb + jj);
-                        }
-                    }
-                    x = a;
-                } else any = true;
-                row[j..][0..lanes].* = x;
-                bmv = @max(bmv, @select(f32, x == x, x, @as(V, @splat(ninf))));
-            }
-            if (any) alive[local] = 1;
-            const bm = @reduce(.Max, bmv);
-            const m = mx[local];
-            const next = if (bm > m) bm else m;
-            const factor: f32 = if (next == ninf) 1 else if (m == ninf) 0 else @floatCast(math.exp(m - next));
-            const shift: V = @splat(if (next == ninf) 0 else next);
-            mx[local] = next;
-            var lv: V = @splat(0);
-            j = 0;
-            while (j < nkp) : (j += lanes) {
-                const p = math.expFast(lanes, @as(V, row[j..][0..lanes].*) - shift);
+                const p = pow2(lanes, @as(V, row[j..][0..lanes].*) - shift);
                 row[j..][0..lanes].* = p;
                 lv += p;
             }
-            sum[local] = sum[local] * factor + @reduce(.Add, lv);
-            if (factor != 1) {
-                const a = acc + local * evp;
-                const fv: V = @splat(factor);
-                var c: usize = 0;
-                while (c < evp) : (c += lanes) a[c..][0..lanes].* = @as(V, a[c..][0..lanes].*) * fv;
-            }
+            sum[local] = sum[local] * factors[r] + @reduce(.Add, lv);
         }
         var c: usize = 0;
         const vecs = evp / lanes;
         while (c < vecs) : (c += pv_vecs) {
             switch (@min(pv_vecs, vecs - c)) {
-                inline 1...pv_vecs => |C| pv(R, C, tile, nk, vp + c * lanes, evp, acc + (ib - it.r0) * evp + c * lanes, evp),
+                inline 1...pv_vecs => |C| pv(R, C, tile, nk, vp + c * lanes, evp, acc + (ib - it.r0) * evp + c * lanes, evp, factors),
                 else => unreachable,
             }
         }
     }
 };
 
-/// out[r][0..nr] = Σ_e q_r[e] · panel[e][0..nr] for R rows (f32 FMAs).
-inline fn scores(comptime R: usize, qr: [R][*]const f32, panel: [*]const f32, e: usize, out: [*]f32, out_row: usize) void {
+const log2e: f32 = std.math.log2e;
+
+/// 2^x in f32 for x ≤ 127 (fast mode's softmax, whose arguments are ≤ 0 up to a rounding): 2^n·P(r) with n the
+/// nearest integer, r = x − n in [−½, ½] and P the degree-5 Taylor polynomial of 2^r = e^(r·ln 2), relative
+/// error below 3.5e-6; arguments below −126.5 (−∞ among them) give 0, NaN stays NaN.
+inline fn pow2(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
+    const W = @Vector(n, f32);
+    const U = @Vector(n, u32);
+    const low: W = @splat(-127.0);
+    const xc = @select(f32, x < low, low, x);
+    // Adding 1.5·2^23 + 127 rounds to an integer; its low bits then hold n + 127, the exponent field of 2^n.
+    const shifter: W = @splat(0x1.8p23 + 127.0);
+    const j = xc + shifter;
+    const r = xc - (j - shifter);
+    const ln2 = std.math.ln2;
+    var p: W = @splat(ln2 * ln2 * ln2 * ln2 * ln2 / 120.0);
+    inline for ([_]f32{ ln2 * ln2 * ln2 * ln2 / 24.0, ln2 * ln2 * ln2 / 6.0, ln2 * ln2 / 2.0, ln2, 1.0 }) |k| p = mulAdd(W, p, r, @splat(k));
+    const scale: W = @bitCast(@as(U, @bitCast(j)) << @splat(23));
+    return p * scale;
+}
+
+/// The R × nr score micro-tile Σ_e q_r[e] · panel[e][0..nr] (f32 FMAs), as R rows of nr / lanes vectors.
+inline fn scores(comptime R: usize, qr: [R][*]const f32, panel: [*]const f32, e: usize) [R][nr / lanes]V {
     const nv = nr / lanes;
     var a: [R][nv]V = undefined;
     inline for (0..R) |r| inline for (0..nv) |t| {
@@ -482,26 +517,31 @@ inline fn scores(comptime R: usize, qr: [R][*]const f32, panel: [*]const f32, e:
         inline for (0..nv) |t| b[t] = panel[c * nr + t * lanes ..][0..lanes].*;
         inline for (0..R) |r| {
             const x: V = @splat(qr[r][c]);
-            inline for (0..nv) |t| a[r][t] = fma(x, b[t], a[r][t]);
+            inline for (0..nv) |t| a[r][t] = mulAdd(V, x, b[t], a[r][t]);
         }
     }
-    inline for (0..R) |r| inline for (0..nv) |t| {
-        out[r * out_row + t * lanes ..][0..lanes].* = a[r][t];
+    return a;
+}
+
+/// A score micro-tile into rows of `block_keys`.
+inline fn store(comptime R: usize, a: [R][nr / lanes]V, out: [*]f32) void {
+    inline for (0..R) |r| inline for (0..nr / lanes) |t| {
+        out[r * block_keys + t * lanes ..][0..lanes].* = a[r][t];
     };
 }
 
-/// acc[r][0..C vectors] += Σ_j p[r][j] · vp[j][0..C vectors] for R rows, keys j < nk.
-inline fn pv(comptime R: usize, comptime C: usize, p: [*]const f32, nk: usize, vp: [*]const f32, v_row: usize, acc: [*]f32, acc_row: usize) void {
+/// acc[r][0..C vectors] = acc[r]·factor[r] + Σ_j p[r][j] · vp[j][0..C vectors] for R rows, keys j < nk.
+inline fn pv(comptime R: usize, comptime C: usize, p: [*]const f32, nk: usize, vp: [*]const f32, v_row: usize, acc: [*]f32, acc_row: usize, factor: [R]f32) void {
     var a: [R][C]V = undefined;
     inline for (0..R) |r| inline for (0..C) |t| {
-        a[r][t] = acc[r * acc_row + t * lanes ..][0..lanes].*;
+        a[r][t] = @as(V, acc[r * acc_row + t * lanes ..][0..lanes].*) * @as(V, @splat(factor[r]));
     };
     for (0..nk) |j| {
         var b: [C]V = undefined;
         inline for (0..C) |t| b[t] = vp[j * v_row + t * lanes ..][0..lanes].*;
         inline for (0..R) |r| {
             const x: V = @splat(p[r * block_keys + j]);
-            inline for (0..C) |t| a[r][t] = fma(x, b[t], a[r][t]);
+            inline for (0..C) |t| a[r][t] = mulAdd(V, x, b[t], a[r][t]);
         }
     }
     inline for (0..R) |r| inline for (0..C) |t| {
@@ -550,21 +590,7 @@ fn forwardF32(
 /// Query rows per block of the fast backward (a multiple of `mr`).
 const bwd_rows = 48;
 
-pub const BackwardFn = *const fn (
-    rt: *const table.Runtime,
-    args: *const abi.ArgBlock,
-    o: [*]const f32,
-    lse: [*]const f32,
-    q: [*]const f32,
-    k: [*]const f32,
-    v: [*]const f32,
-    mask: ?[*]const u8,
-    g: [*]const f32,
-    dq: [*]f32,
-    dk: [*]f32,
-    dv: [*]f32,
-    work: [*]f32,
-) callconv(.c) void;
+pub const BackwardFn = *const @TypeOf(backwardF32);
 
 /// The f32 elements of one backward task's workspace (as `attentionBackwardWorkspace` in
 /// src/kernels/attention.ts): exact mode's f64 accumulators or fast mode's packed copies, whichever is larger.
@@ -685,7 +711,7 @@ const Entry = struct {
             var dv: V = @splat(0);
             var c: usize = 0;
             const oi = en.o + i * f.ev;
-            while (c + lanes <= f.ev) : (c += lanes) dv = fma(@as(V, grow[c..][0..lanes].*), @as(V, oi[c..][0..lanes].*), dv);
+            while (c + lanes <= f.ev) : (c += lanes) dv = mulAdd(V, @as(V, grow[c..][0..lanes].*), @as(V, oi[c..][0..lanes].*), dv);
             var d = @reduce(.Add, dv);
             while (c < f.ev) : (c += 1) d += grow[c] * oi[c];
             dd[i] = d;
@@ -751,6 +777,7 @@ const Entry = struct {
         const panels = (nk + nr - 1) / nr;
         const nkp = panels * nr;
         const scale: V = @splat(f.scale);
+        const c2: V = @splat(f.scale * log2e);
         var r0: usize = 0;
         while (r0 < nq) : (r0 += mr) {
             const n = @min(mr, nq - r0);
@@ -763,8 +790,8 @@ const Entry = struct {
                         gr[r] = gp + (ib + r0 + r) * evp;
                     }
                     for (0..panels) |p| {
-                        scores(R, qr, kt + p * f.e * nr, f.e, pt + r0 * block_keys + p * nr, block_keys);
-                        scores(R, gr, vt + p * f.ev * nr, f.ev, st + r0 * block_keys + p * nr, block_keys);
+                        store(R, scores(R, qr, kt + p * f.e * nr, f.e), pt + r0 * block_keys + p * nr);
+                        store(R, scores(R, gr, vt + p * f.ev * nr, f.ev), st + r0 * block_keys + p * nr);
                     }
                 },
                 else => unreachable,
@@ -773,13 +800,13 @@ const Entry = struct {
         for (0..nq) |r| {
             const i = ib + r;
             const count = if (f.causal) @min(nk, i + 1 - kb) else nk;
-            const lam: V = @splat(it.lse[i]);
+            const lam: V = @splat(it.lse[i] * log2e);
             const d: V = @splat(dd[i]);
             const prow = pt + r * block_keys;
             const srow = st + r * block_keys;
             var j: usize = 0;
             while (j < nkp) : (j += lanes) {
-                var x = @as(V, prow[j..][0..lanes].*) * scale;
+                var x = @as(V, prow[j..][0..lanes].*) * c2;
                 var keep: @Vector(lanes, bool) = @splat(true);
                 if (it.mask_f != null or it.mask_b != null or j + lanes > count) {
                     var a: [lanes]f32 = x;
@@ -787,12 +814,12 @@ const Entry = struct {
                     inline for (0..lanes) |t| {
                         const jj = j + t;
                         kk[t] = jj < count and it.allowed(i, kb + jj);
-                        if (kk[t]) a[t] += it.added(i, kb + jj);
+                        if (kk[t]) a[t] += it.added(i, kb + jj) * log2e;
                     }
                     x = a;
                     keep = kk;
                 }
-                const p = @select(f32, keep, math.expFast(lanes, x - lam), @as(V, @splat(0)));
+                const p = @select(f32, keep, pow2(lanes, x - lam), @as(V, @splat(0)));
                 prow[j..][0..lanes].* = p;
                 // Excluded keys get exactly 0 (D may be NaN where the row's output is).
                 srow[j..][0..lanes].* = @select(f32, keep, p * (@as(V, srow[j..][0..lanes].*) - d) * scale, @as(V, @splat(0)));
@@ -849,7 +876,7 @@ inline fn pvStrided(comptime R: usize, comptime C: usize, x: [*]const f32, sa: u
         inline for (0..C) |t| bv[t] = b[j * b_row + t * lanes ..][0..lanes].*;
         inline for (0..R) |r| {
             const s: V = @splat(x[r * sa + j * sj]);
-            inline for (0..C) |t| a[r][t] = fma(s, bv[t], a[r][t]);
+            inline for (0..C) |t| a[r][t] = mulAdd(V, s, bv[t], a[r][t]);
         }
     }
     inline for (0..R) |r| inline for (0..C) |t| {
