@@ -19,8 +19,9 @@
 //! thread count, and the reference's (which ports math.exp and math.log).
 //!
 //! Fast mode: per task the keys of a block are packed transposed (Kᵀ panels of `nr` keys) and V padded to
-//! 16 columns, a micro-kernel forms 6 rows × `nr` scores with f32 FMAs over E, the softmax step runs in f32
-//! vectors with math.expFast, and a second micro-kernel adds P·V into the rows' f32 accumulators.
+//! 16 columns, a micro-kernel forms 6 rows × `nr` scores with f32 FMAs over E (stored times scale·log2 e,
+//! each row's maximum raised on the way), the softmax step runs in f32 vectors in log2 units with `pow2` (a
+//! polynomial 2^x), and a second micro-kernel scales the rows' f32 accumulators by their factors and adds P·V.
 //!
 //! Operands (element strides; the argument block's shape holds the batch extents, rank = their count):
 //! operands 0–3 = q, k, v, mask, each with its batch strides, then its row stride at [rank] (and the mask's
@@ -425,7 +426,11 @@ const Item = struct {
                 var j: usize = 0;
                 while (j < nkp) : (j += lanes) {
                     var x: V = row[j..][0..lanes].*;
-                    if (it.mask_f != null or it.mask_b != null or j + lanes > count) {
+                    if (it.mask_f == null and it.mask_b == null) {
+                        // Only the count limits the row: the keys past it by one comparison.
+                        x = @select(f32, before(j, count), x, @as(V, @splat(ninf)));
+                        any = any or j < count;
+                    } else {
                         var a: [lanes]f32 = x;
                         inline for (0..lanes) |t| {
                             const jj = j + t;
@@ -437,7 +442,7 @@ const Item = struct {
                             }
                         }
                         x = a;
-                    } else any = true;
+                    }
                     row[j..][0..lanes].* = x;
                     bmv[r] = @select(f32, x > bmv[r], x, bmv[r]);
                 }
@@ -523,6 +528,12 @@ inline fn scores(comptime R: usize, qr: [R][*]const f32, panel: [*]const f32, e:
     return a;
 }
 
+/// Which of the lanes j.. are below `count`.
+inline fn before(j: usize, count: usize) @Vector(lanes, bool) {
+    const index = std.simd.iota(u32, lanes) + @as(@Vector(lanes, u32), @splat(@intCast(j)));
+    return index < @as(@Vector(lanes, u32), @splat(@intCast(count)));
+}
+
 /// A score micro-tile into rows of `block_keys`.
 inline fn store(comptime R: usize, a: [R][nr / lanes]V, out: [*]f32) void {
     inline for (0..R) |r| inline for (0..nr / lanes) |t| {
@@ -581,7 +592,7 @@ fn forwardF32(
 // end: the same bits on every ISA and thread count, and the reference's.
 //
 // Fast mode: per key block, Kᵀ and Vᵀ panels and K rows padded; per block of `bwd_rows` query rows the
-// score and G·Vᵀ micro-tiles, P and dS in f32 vectors, then dv += Pᵀ·G, dk += dSᵀ·Q and dq += dS·K by the
+// score and G·Vᵀ micro-tiles, P (by `pow2` in log2 units) and dS in f32 vectors, then dv += Pᵀ·G, dk += dSᵀ·Q and dq += dS·K by the
 // P·V micro-kernel over padded copies of Q and G.
 //
 // Argument block: as forward, plus ints[5..8] = element offsets of out (O), lse and work; ints[8] = tasks;
@@ -807,8 +818,8 @@ const Entry = struct {
             var j: usize = 0;
             while (j < nkp) : (j += lanes) {
                 var x = @as(V, prow[j..][0..lanes].*) * c2;
-                var keep: @Vector(lanes, bool) = @splat(true);
-                if (it.mask_f != null or it.mask_b != null or j + lanes > count) {
+                var keep = before(j, count);
+                if (it.mask_f != null or it.mask_b != null) {
                     var a: [lanes]f32 = x;
                     var kk: [lanes]bool = undefined;
                     inline for (0..lanes) |t| {
