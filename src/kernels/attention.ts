@@ -29,7 +29,7 @@ const PAD = 16;
 
 /**
  * Fast mode's bound against exact mode: |fast − exact| ≤ bound·(1 + max |v|) for out (f32 scores summed in
- * a different order over E, exponentials as an f32 polynomial 2^x of relative error below 3.5e-6, f32
+ * a different order over E, exponentials as an f32 polynomial 2^x within a few f32 roundings, f32
  * accumulation over the keys),
  * and |fast − exact| ≤ bound·(1 + |exact|) for the log-sum-exp.
  */

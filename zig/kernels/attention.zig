@@ -20,8 +20,8 @@
 //!
 //! Fast mode: per task the keys of a block are packed transposed (Kᵀ panels of `nr` keys) and V padded to
 //! 16 columns, a micro-kernel forms 6 rows × `nr` scores with f32 FMAs over E (stored times scale·log2 e,
-//! each row's maximum raised on the way), the softmax step runs in f32 vectors in log2 units with `pow2` (a
-//! polynomial 2^x), and a second micro-kernel scales the rows' f32 accumulators by their factors and adds P·V.
+//! each row's maximum raised on the way), the softmax step runs in f32 vectors with `pow2` (a polynomial
+//! 2^x of (s − m)·log2 e), and a second micro-kernel scales the rows' f32 accumulators by their factors and adds P·V.
 //!
 //! Operands (element strides; the argument block's shape holds the batch extents, rank = their count):
 //! operands 0–3 = q, k, v, mask, each with its batch strides, then its row stride at [rank] (and the mask's
@@ -348,7 +348,7 @@ const Item = struct {
             var c: usize = 0;
             while (c + lanes <= f.ev) : (c += lanes) o[c..][0..lanes].* = @as(V, a[c..][0..lanes].*) * inv;
             while (c < f.ev) : (c += 1) o[c] = a[c] * inv[0];
-            it.lse[i] = mx[r] * std.math.ln2 + @as(f32, @floatCast(math.log(sum[r])));
+            it.lse[i] = mx[r] + @as(f32, @floatCast(math.log(sum[r])));
         }
     }
 
@@ -376,8 +376,8 @@ const Item = struct {
         }
     }
 
-    /// R query rows from ib against keys kb..kb+nk: scores, the online softmax step, then acc += P·V. Scores
-    /// and maxima are in log2 units (y = s·log2 e), so that p = 2^(y − m).
+    /// R query rows from ib against keys kb..kb+nk: scores, the online softmax step, then acc += P·V, with
+    /// p = 2^((s − m)·log2 e) (the difference formed first, so its rounding stays relative to it).
     fn tileStep(
         it: *const Item,
         comptime R: usize,
@@ -399,13 +399,13 @@ const Item = struct {
         const panels = (nk + nr - 1) / nr;
         const nkp = panels * nr;
         const ninf = -std.math.inf(f32);
-        const c2: V = @splat(f.scale * log2e);
+        const scale: V = @splat(f.scale);
         // Each row's maximum, raised as the score micro-tiles are stored (only a greater score raises it).
         var bmv: [R]V = @splat(@splat(ninf));
         for (0..panels) |p| {
             const a = scores(R, qr, kt + p * f.e * nr, f.e);
             inline for (0..R) |r| inline for (0..nr / lanes) |t| {
-                const y = a[r][t] * c2;
+                const y = a[r][t] * scale;
                 tile[r * block_keys + p * nr + t * lanes ..][0..lanes].* = y;
                 bmv[r] = @select(f32, y > bmv[r], y, bmv[r]);
             };
@@ -420,7 +420,7 @@ const Item = struct {
                 const row = tile + r * block_keys;
                 const count = if (f.causal) @min(nk, i + 1 - kb) else nk;
                 // Excluded keys (a false Bool element, past `count`) become −∞, whose power below is 0 (the shift is
-                // finite or 0); an f32 mask element is added in log2 units.
+                // finite or 0); an f32 mask element is added.
                 var any = false;
                 bmv[r] = @splat(ninf);
                 var j: usize = 0;
@@ -438,7 +438,7 @@ const Item = struct {
                                 a[t] = ninf;
                             } else {
                                 any = true;
-                                a[t] += it.added(i, kb + jj) * log2e;
+                                a[t] += it.added(i, kb + jj);
                             }
                         }
                         x = a;
@@ -461,7 +461,7 @@ const Item = struct {
             next[r] = if (bm > m) bm else m;
         }
         const none = next == @as(W, @splat(ninf));
-        const factor = pow2(R, @select(f32, none, @as(W, @splat(0)), old - next));
+        const factor = pow2(R, @select(f32, none, @as(W, @splat(0)), (old - next) * @as(W, @splat(log2e))));
         const shifts = @select(f32, none, @as(W, @splat(0)), next);
         const factors: [R]f32 = factor;
         inline for (0..R) |r| {
@@ -472,7 +472,7 @@ const Item = struct {
             var lv: V = @splat(0);
             var j: usize = 0;
             while (j < nkp) : (j += lanes) {
-                const p = pow2(lanes, @as(V, row[j..][0..lanes].*) - shift);
+                const p = pow2(lanes, (@as(V, row[j..][0..lanes].*) - shift) * @as(V, @splat(log2e)));
                 row[j..][0..lanes].* = p;
                 lv += p;
             }
@@ -492,8 +492,8 @@ const Item = struct {
 const log2e: f32 = std.math.log2e;
 
 /// 2^x in f32 for x ≤ 127 (fast mode's softmax, whose arguments are ≤ 0 up to a rounding): 2^n·P(r) with n the
-/// nearest integer, r = x − n in [−½, ½] and P the degree-5 Taylor polynomial of 2^r = e^(r·ln 2), relative
-/// error below 3.5e-6; arguments below −126.5 (−∞ among them) give 0, NaN stays NaN.
+/// nearest integer, r = x − n in [−½, ½] and P the degree-7 Taylor polynomial of 2^r = e^(r·ln 2) (truncation
+/// error below 1e-8, so a few f32 roundings); arguments below −126.5 (−∞ among them) give 0, NaN stays NaN.
 inline fn pow2(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
     const W = @Vector(n, f32);
     const U = @Vector(n, u32);
@@ -504,8 +504,18 @@ inline fn pow2(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
     const j = xc + shifter;
     const r = xc - (j - shifter);
     const ln2 = std.math.ln2;
-    var p: W = @splat(ln2 * ln2 * ln2 * ln2 * ln2 / 120.0);
-    inline for ([_]f32{ ln2 * ln2 * ln2 * ln2 / 24.0, ln2 * ln2 * ln2 / 6.0, ln2 * ln2 / 2.0, ln2, 1.0 }) |k| p = mulAdd(W, p, r, @splat(k));
+    // ln2^k / k!, highest degree first.
+    const coefficients = comptime blk: {
+        var c: [8]f32 = undefined;
+        var term: f64 = 1;
+        for (0..8) |k| {
+            c[7 - k] = @floatCast(term);
+            term = term * ln2 / @as(f64, @floatFromInt(k + 1));
+        }
+        break :blk c;
+    };
+    var p: W = @splat(coefficients[0]);
+    inline for (coefficients[1..]) |k| p = mulAdd(W, p, r, @splat(k));
     const scale: W = @bitCast(@as(U, @bitCast(j)) << @splat(23));
     return p * scale;
 }
@@ -592,7 +602,7 @@ fn forwardF32(
 // end: the same bits on every ISA and thread count, and the reference's.
 //
 // Fast mode: per key block, Kᵀ and Vᵀ panels and K rows padded; per block of `bwd_rows` query rows the
-// score and G·Vᵀ micro-tiles, P (by `pow2` in log2 units) and dS in f32 vectors, then dv += Pᵀ·G, dk += dSᵀ·Q and dq += dS·K by the
+// score and G·Vᵀ micro-tiles, P (by `pow2`) and dS in f32 vectors, then dv += Pᵀ·G, dk += dSᵀ·Q and dq += dS·K by the
 // P·V micro-kernel over padded copies of Q and G.
 //
 // Argument block: as forward, plus ints[5..8] = element offsets of out (O), lse and work; ints[8] = tasks;
@@ -788,7 +798,6 @@ const Entry = struct {
         const panels = (nk + nr - 1) / nr;
         const nkp = panels * nr;
         const scale: V = @splat(f.scale);
-        const c2: V = @splat(f.scale * log2e);
         var r0: usize = 0;
         while (r0 < nq) : (r0 += mr) {
             const n = @min(mr, nq - r0);
@@ -811,13 +820,13 @@ const Entry = struct {
         for (0..nq) |r| {
             const i = ib + r;
             const count = if (f.causal) @min(nk, i + 1 - kb) else nk;
-            const lam: V = @splat(it.lse[i] * log2e);
+            const lam: V = @splat(it.lse[i]);
             const d: V = @splat(dd[i]);
             const prow = pt + r * block_keys;
             const srow = st + r * block_keys;
             var j: usize = 0;
             while (j < nkp) : (j += lanes) {
-                var x = @as(V, prow[j..][0..lanes].*) * c2;
+                var x = @as(V, prow[j..][0..lanes].*) * scale;
                 var keep = before(j, count);
                 if (it.mask_f != null or it.mask_b != null) {
                     var a: [lanes]f32 = x;
@@ -825,12 +834,12 @@ const Entry = struct {
                     inline for (0..lanes) |t| {
                         const jj = j + t;
                         kk[t] = jj < count and it.allowed(i, kb + jj);
-                        if (kk[t]) a[t] += it.added(i, kb + jj) * log2e;
+                        if (kk[t]) a[t] += it.added(i, kb + jj);
                     }
                     x = a;
                     keep = kk;
                 }
-                const p = @select(f32, keep, pow2(lanes, x - lam), @as(V, @splat(0)));
+                const p = @select(f32, keep, pow2(lanes, (x - lam) * @as(V, @splat(log2e))), @as(V, @splat(0)));
                 prow[j..][0..lanes].* = p;
                 // Excluded keys get exactly 0 (D may be NaN where the row's output is).
                 srow[j..][0..lanes].* = @select(f32, keep, p * (@as(V, srow[j..][0..lanes].*) - d) * scale, @as(V, @splat(0)));
