@@ -393,6 +393,7 @@ const Item = struct {
         alive: [*]f32,
         tile: [*]f32,
     ) void {
+        @setEvalBranchQuota(20000);
         const f = it.f;
         var qr: [R][*]const f32 = undefined;
         inline for (0..R) |r| qr[r] = it.q + (ib + r) * f.q_row;
