@@ -29,7 +29,8 @@ const PAD = 16;
 
 /**
  * Fast mode's bound against exact mode: |fast − exact| ≤ bound·(1 + max |v|) for out (f32 scores summed in
- * a different order over E, an f32 polynomial exponential within 3 ulps, f32 accumulation over the keys),
+ * a different order over E, exponentials as an f32 polynomial 2^x within a few f32 roundings, f32
+ * accumulation over the keys),
  * and |fast − exact| ≤ bound·(1 + |exact|) for the log-sum-exp.
  */
 export const ATTENTION_FAST_BOUND = 2 ** -14;

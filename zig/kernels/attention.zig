@@ -19,8 +19,9 @@
 //! thread count, and the reference's (which ports math.exp and math.log).
 //!
 //! Fast mode: per task the keys of a block are packed transposed (Kᵀ panels of `nr` keys) and V padded to
-//! 16 columns, a micro-kernel forms 6 rows × `nr` scores with f32 FMAs over E, the softmax step runs in f32
-//! vectors with math.expFast, and a second micro-kernel adds P·V into the rows' f32 accumulators.
+//! 16 columns, a micro-kernel forms 6 rows × `nr` scores with f32 FMAs over E (stored times scale·log2 e,
+//! each row's maximum raised on the way), the softmax step runs in f32 vectors with `pow2` (a polynomial
+//! 2^x of (s − m)·log2 e), and a second micro-kernel scales the rows' f32 accumulators by their factors and adds P·V.
 //!
 //! Operands (element strides; the argument block's shape holds the batch extents, rank = their count):
 //! operands 0–3 = q, k, v, mask, each with its batch strides, then its row stride at [rank] (and the mask's
@@ -60,21 +61,11 @@ const nr = if (many_registers) 4 * lanes else 2 * lanes;
 /// Vectors of output columns per P·V micro-tile.
 const pv_vecs = if (many_registers) 4 else 2;
 
-inline fn fma(a: V, b: V, c: V) V {
-    return if (has_fma) @mulAdd(V, a, b, c) else a * b + c;
+inline fn mulAdd(comptime W: type, a: W, b: W, c: W) W {
+    return if (has_fma) @mulAdd(W, a, b, c) else a * b + c;
 }
 
-pub const ForwardFn = *const fn (
-    rt: *const table.Runtime,
-    args: *const abi.ArgBlock,
-    out: [*]f32,
-    lse: [*]f32,
-    q: [*]const f32,
-    k: [*]const f32,
-    v: [*]const f32,
-    mask: ?[*]const u8,
-    work: [*]f32,
-) callconv(.c) void;
+pub const ForwardFn = *const @TypeOf(forwardF32);
 
 /// This family's entries in the kernel table.
 pub const Table = extern struct {
@@ -385,7 +376,8 @@ const Item = struct {
         }
     }
 
-    /// R query rows from ib against keys kb..kb+nk: scores, the online softmax step, then acc += P·V.
+    /// R query rows from ib against keys kb..kb+nk: scores, the online softmax step, then acc += P·V, with
+    /// p = 2^((s − m)·log2 e) (the difference formed first, so its rounding stays relative to it).
     fn tileStep(
         it: *const Item,
         comptime R: usize,
@@ -401,77 +393,136 @@ const Item = struct {
         alive: [*]f32,
         tile: [*]f32,
     ) void {
+        @setEvalBranchQuota(20000);
         const f = it.f;
         var qr: [R][*]const f32 = undefined;
         inline for (0..R) |r| qr[r] = it.q + (ib + r) * f.q_row;
         const panels = (nk + nr - 1) / nr;
-        for (0..panels) |p| scores(R, qr, kt + p * f.e * nr, f.e, tile + p * nr, block_keys);
+        const nkp = panels * nr;
         const ninf = -std.math.inf(f32);
         const scale: V = @splat(f.scale);
-        const nkp = panels * nr;
+        // Each row's maximum, raised as the score micro-tiles are stored (only a greater score raises it).
+        var bmv: [R]V = @splat(@splat(ninf));
+        for (0..panels) |p| {
+            const a = scores(R, qr, kt + p * f.e * nr, f.e);
+            inline for (0..R) |r| inline for (0..nr / lanes) |t| {
+                const y = a[r][t] * scale;
+                tile[r * block_keys + p * nr + t * lanes ..][0..lanes].* = y;
+                bmv[r] = @select(f32, y > bmv[r], y, bmv[r]);
+            };
+        }
+        // Every row sees every key of the tile unless a mask, padding past nk or the causal edge excludes some.
+        const full = it.mask_f == null and it.mask_b == null and nk == nkp and (!f.causal or ib + 1 >= kb + nk);
+        if (full) {
+            inline for (0..R) |r| alive[ib + r - it.r0] = 1;
+        } else {
+            inline for (0..R) |r| {
+                const i = ib + r;
+                const row = tile + r * block_keys;
+                const count = if (f.causal) @min(nk, i + 1 - kb) else nk;
+                // Excluded keys (a false Bool element, past `count`) become −∞, whose power below is 0 (the shift is
+                // finite or 0); an f32 mask element is added.
+                var any = false;
+                bmv[r] = @splat(ninf);
+                var j: usize = 0;
+                while (j < nkp) : (j += lanes) {
+                    var x: V = row[j..][0..lanes].*;
+                    if (it.mask_f == null and it.mask_b == null) {
+                        // Only the count limits the row: the keys past it by one comparison.
+                        x = @select(f32, before(j, count), x, @as(V, @splat(ninf)));
+                        any = any or j < count;
+                    } else {
+                        var a: [lanes]f32 = x;
+                        inline for (0..lanes) |t| {
+                            const jj = j + t;
+                            if (jj >= count or !it.allowed(i, kb + jj)) {
+                                a[t] = ninf;
+                            } else {
+                                any = true;
+                                a[t] += it.added(i, kb + jj);
+                            }
+                        }
+                        x = a;
+                    }
+                    row[j..][0..lanes].* = x;
+                    bmv[r] = @select(f32, x > bmv[r], x, bmv[r]);
+                }
+                if (any) alive[i - it.r0] = 1;
+            }
+        }
+        // The new maxima, and the factors of the old sums and accumulators (1 while −∞, 0 for the first finite
+        // maximum), all rows at once.
+        const W = @Vector(R, f32);
+        var old: W = undefined;
+        var next: W = undefined;
         inline for (0..R) |r| {
-            const i = ib + r;
-            const local = i - it.r0;
+            const m = mx[ib + r - it.r0];
+            const bm = @reduce(.Max, bmv[r]);
+            old[r] = m;
+            next[r] = if (bm > m) bm else m;
+        }
+        const none = next == @as(W, @splat(ninf));
+        const factor = pow2(R, @select(f32, none, @as(W, @splat(0)), (old - next) * @as(W, @splat(log2e))));
+        const shifts = @select(f32, none, @as(W, @splat(0)), next);
+        const factors: [R]f32 = factor;
+        inline for (0..R) |r| {
+            const local = ib + r - it.r0;
+            mx[local] = next[r];
             const row = tile + r * block_keys;
-            const count = if (f.causal) @min(nk, i + 1 - kb) else nk;
-            // Scores: scaled and masked; excluded keys (a false Bool element, past `count`) become −∞, whose
-            // exponential below is 0 (the shift is finite or 0).
-            var any = false;
-            var bmv: V = @splat(ninf);
+            const shift: V = @splat(shifts[r]);
+            var lv: V = @splat(0);
             var j: usize = 0;
             while (j < nkp) : (j += lanes) {
-                var x = @as(V, row[j..][0..lanes].*) * scale;
-                if (it.mask_f != null or it.mask_b != null or j + lanes > count) {
-                    var a: [lanes]f32 = x;
-                    inline for (0..lanes) |t| {
-                        const jj = j + t;
-                        if (jj >= count or !it.allowed(i, kb + jj)) {
-                            a[t] = ninf;
-                        } else {
-                            any = true;
-                            a[t] += it.added(i, kb + jj);
-                        }
-                    }
-                    x = a;
-                } else any = true;
-                row[j..][0..lanes].* = x;
-                bmv = @max(bmv, @select(f32, x == x, x, @as(V, @splat(ninf))));
-            }
-            if (any) alive[local] = 1;
-            const bm = @reduce(.Max, bmv);
-            const m = mx[local];
-            const next = if (bm > m) bm else m;
-            const factor: f32 = if (next == ninf) 1 else if (m == ninf) 0 else @floatCast(math.exp(m - next));
-            const shift: V = @splat(if (next == ninf) 0 else next);
-            mx[local] = next;
-            var lv: V = @splat(0);
-            j = 0;
-            while (j < nkp) : (j += lanes) {
-                const p = math.expFast(lanes, @as(V, row[j..][0..lanes].*) - shift);
+                const p = pow2(lanes, (@as(V, row[j..][0..lanes].*) - shift) * @as(V, @splat(log2e)));
                 row[j..][0..lanes].* = p;
                 lv += p;
             }
-            sum[local] = sum[local] * factor + @reduce(.Add, lv);
-            if (factor != 1) {
-                const a = acc + local * evp;
-                const fv: V = @splat(factor);
-                var c: usize = 0;
-                while (c < evp) : (c += lanes) a[c..][0..lanes].* = @as(V, a[c..][0..lanes].*) * fv;
-            }
+            sum[local] = sum[local] * factors[r] + @reduce(.Add, lv);
         }
         var c: usize = 0;
         const vecs = evp / lanes;
         while (c < vecs) : (c += pv_vecs) {
             switch (@min(pv_vecs, vecs - c)) {
-                inline 1...pv_vecs => |C| pv(R, C, tile, nk, vp + c * lanes, evp, acc + (ib - it.r0) * evp + c * lanes, evp),
+                inline 1...pv_vecs => |C| pv(R, C, tile, nk, vp + c * lanes, evp, acc + (ib - it.r0) * evp + c * lanes, evp, factors),
                 else => unreachable,
             }
         }
     }
 };
 
-/// out[r][0..nr] = Σ_e q_r[e] · panel[e][0..nr] for R rows (f32 FMAs).
-inline fn scores(comptime R: usize, qr: [R][*]const f32, panel: [*]const f32, e: usize, out: [*]f32, out_row: usize) void {
+const log2e: f32 = std.math.log2e;
+
+/// 2^x in f32 for x ≤ 127 (fast mode's softmax, whose arguments are ≤ 0 up to a rounding): 2^n·P(r) with n the
+/// nearest integer, r = x − n in [−½, ½] and P the degree-7 Taylor polynomial of 2^r = e^(r·ln 2) (truncation
+/// error below 1e-8, so a few f32 roundings); arguments below −126.5 (−∞ among them) give 0, NaN stays NaN.
+inline fn pow2(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
+    const W = @Vector(n, f32);
+    const U = @Vector(n, u32);
+    const low: W = @splat(-127.0);
+    const xc = @select(f32, x < low, low, x);
+    // Adding 1.5·2^23 + 127 rounds to an integer; its low bits then hold n + 127, the exponent field of 2^n.
+    const shifter: W = @splat(0x1.8p23 + 127.0);
+    const j = xc + shifter;
+    const r = xc - (j - shifter);
+    const ln2 = std.math.ln2;
+    // ln2^k / k!, highest degree first.
+    const coefficients = comptime blk: {
+        var c: [8]f32 = undefined;
+        var term: f64 = 1;
+        for (0..8) |k| {
+            c[7 - k] = @floatCast(term);
+            term = term * ln2 / @as(f64, @floatFromInt(k + 1));
+        }
+        break :blk c;
+    };
+    var p: W = @splat(coefficients[0]);
+    inline for (coefficients[1..]) |k| p = mulAdd(W, p, r, @splat(k));
+    const scale: W = @bitCast(@as(U, @bitCast(j)) << @splat(23));
+    return p * scale;
+}
+
+/// The R × nr score micro-tile Σ_e q_r[e] · panel[e][0..nr] (f32 FMAs), as R rows of nr / lanes vectors.
+inline fn scores(comptime R: usize, qr: [R][*]const f32, panel: [*]const f32, e: usize) [R][nr / lanes]V {
     const nv = nr / lanes;
     var a: [R][nv]V = undefined;
     inline for (0..R) |r| inline for (0..nv) |t| {
@@ -482,26 +533,37 @@ inline fn scores(comptime R: usize, qr: [R][*]const f32, panel: [*]const f32, e:
         inline for (0..nv) |t| b[t] = panel[c * nr + t * lanes ..][0..lanes].*;
         inline for (0..R) |r| {
             const x: V = @splat(qr[r][c]);
-            inline for (0..nv) |t| a[r][t] = fma(x, b[t], a[r][t]);
+            inline for (0..nv) |t| a[r][t] = mulAdd(V, x, b[t], a[r][t]);
         }
     }
-    inline for (0..R) |r| inline for (0..nv) |t| {
-        out[r * out_row + t * lanes ..][0..lanes].* = a[r][t];
+    return a;
+}
+
+/// Which of the lanes j.. are below `count`.
+inline fn before(j: usize, count: usize) @Vector(lanes, bool) {
+    const index = std.simd.iota(u32, lanes) + @as(@Vector(lanes, u32), @splat(@intCast(j)));
+    return index < @as(@Vector(lanes, u32), @splat(@intCast(count)));
+}
+
+/// A score micro-tile into rows of `block_keys`.
+inline fn store(comptime R: usize, a: [R][nr / lanes]V, out: [*]f32) void {
+    inline for (0..R) |r| inline for (0..nr / lanes) |t| {
+        out[r * block_keys + t * lanes ..][0..lanes].* = a[r][t];
     };
 }
 
-/// acc[r][0..C vectors] += Σ_j p[r][j] · vp[j][0..C vectors] for R rows, keys j < nk.
-inline fn pv(comptime R: usize, comptime C: usize, p: [*]const f32, nk: usize, vp: [*]const f32, v_row: usize, acc: [*]f32, acc_row: usize) void {
+/// acc[r][0..C vectors] = acc[r]·factor[r] + Σ_j p[r][j] · vp[j][0..C vectors] for R rows, keys j < nk.
+inline fn pv(comptime R: usize, comptime C: usize, p: [*]const f32, nk: usize, vp: [*]const f32, v_row: usize, acc: [*]f32, acc_row: usize, factor: [R]f32) void {
     var a: [R][C]V = undefined;
     inline for (0..R) |r| inline for (0..C) |t| {
-        a[r][t] = acc[r * acc_row + t * lanes ..][0..lanes].*;
+        a[r][t] = @as(V, acc[r * acc_row + t * lanes ..][0..lanes].*) * @as(V, @splat(factor[r]));
     };
     for (0..nk) |j| {
         var b: [C]V = undefined;
         inline for (0..C) |t| b[t] = vp[j * v_row + t * lanes ..][0..lanes].*;
         inline for (0..R) |r| {
             const x: V = @splat(p[r * block_keys + j]);
-            inline for (0..C) |t| a[r][t] = fma(x, b[t], a[r][t]);
+            inline for (0..C) |t| a[r][t] = mulAdd(V, x, b[t], a[r][t]);
         }
     }
     inline for (0..R) |r| inline for (0..C) |t| {
@@ -541,7 +603,7 @@ fn forwardF32(
 // end: the same bits on every ISA and thread count, and the reference's.
 //
 // Fast mode: per key block, Kᵀ and Vᵀ panels and K rows padded; per block of `bwd_rows` query rows the
-// score and G·Vᵀ micro-tiles, P and dS in f32 vectors, then dv += Pᵀ·G, dk += dSᵀ·Q and dq += dS·K by the
+// score and G·Vᵀ micro-tiles, P (by `pow2`) and dS in f32 vectors, then dv += Pᵀ·G, dk += dSᵀ·Q and dq += dS·K by the
 // P·V micro-kernel over padded copies of Q and G.
 //
 // Argument block: as forward, plus ints[5..8] = element offsets of out (O), lse and work; ints[8] = tasks;
@@ -550,21 +612,7 @@ fn forwardF32(
 /// Query rows per block of the fast backward (a multiple of `mr`).
 const bwd_rows = 48;
 
-pub const BackwardFn = *const fn (
-    rt: *const table.Runtime,
-    args: *const abi.ArgBlock,
-    o: [*]const f32,
-    lse: [*]const f32,
-    q: [*]const f32,
-    k: [*]const f32,
-    v: [*]const f32,
-    mask: ?[*]const u8,
-    g: [*]const f32,
-    dq: [*]f32,
-    dk: [*]f32,
-    dv: [*]f32,
-    work: [*]f32,
-) callconv(.c) void;
+pub const BackwardFn = *const @TypeOf(backwardF32);
 
 /// The f32 elements of one backward task's workspace (as `attentionBackwardWorkspace` in
 /// src/kernels/attention.ts): exact mode's f64 accumulators or fast mode's packed copies, whichever is larger.
@@ -685,7 +733,7 @@ const Entry = struct {
             var dv: V = @splat(0);
             var c: usize = 0;
             const oi = en.o + i * f.ev;
-            while (c + lanes <= f.ev) : (c += lanes) dv = fma(@as(V, grow[c..][0..lanes].*), @as(V, oi[c..][0..lanes].*), dv);
+            while (c + lanes <= f.ev) : (c += lanes) dv = mulAdd(V, @as(V, grow[c..][0..lanes].*), @as(V, oi[c..][0..lanes].*), dv);
             var d = @reduce(.Add, dv);
             while (c < f.ev) : (c += 1) d += grow[c] * oi[c];
             dd[i] = d;
@@ -763,8 +811,8 @@ const Entry = struct {
                         gr[r] = gp + (ib + r0 + r) * evp;
                     }
                     for (0..panels) |p| {
-                        scores(R, qr, kt + p * f.e * nr, f.e, pt + r0 * block_keys + p * nr, block_keys);
-                        scores(R, gr, vt + p * f.ev * nr, f.ev, st + r0 * block_keys + p * nr, block_keys);
+                        store(R, scores(R, qr, kt + p * f.e * nr, f.e), pt + r0 * block_keys + p * nr);
+                        store(R, scores(R, gr, vt + p * f.ev * nr, f.ev), st + r0 * block_keys + p * nr);
                     }
                 },
                 else => unreachable,
@@ -780,8 +828,8 @@ const Entry = struct {
             var j: usize = 0;
             while (j < nkp) : (j += lanes) {
                 var x = @as(V, prow[j..][0..lanes].*) * scale;
-                var keep: @Vector(lanes, bool) = @splat(true);
-                if (it.mask_f != null or it.mask_b != null or j + lanes > count) {
+                var keep = before(j, count);
+                if (it.mask_f != null or it.mask_b != null) {
                     var a: [lanes]f32 = x;
                     var kk: [lanes]bool = undefined;
                     inline for (0..lanes) |t| {
@@ -792,7 +840,7 @@ const Entry = struct {
                     x = a;
                     keep = kk;
                 }
-                const p = @select(f32, keep, math.expFast(lanes, x - lam), @as(V, @splat(0)));
+                const p = @select(f32, keep, pow2(lanes, (x - lam) * @as(V, @splat(log2e))), @as(V, @splat(0)));
                 prow[j..][0..lanes].* = p;
                 // Excluded keys get exactly 0 (D may be NaN where the row's output is).
                 srow[j..][0..lanes].* = @select(f32, keep, p * (@as(V, srow[j..][0..lanes].*) - d) * scale, @as(V, @splat(0)));
@@ -849,7 +897,7 @@ inline fn pvStrided(comptime R: usize, comptime C: usize, x: [*]const f32, sa: u
         inline for (0..C) |t| bv[t] = b[j * b_row + t * lanes ..][0..lanes].*;
         inline for (0..R) |r| {
             const s: V = @splat(x[r * sa + j * sj]);
-            inline for (0..C) |t| a[r][t] = fma(s, bv[t], a[r][t]);
+            inline for (0..C) |t| a[r][t] = mulAdd(V, s, bv[t], a[r][t]);
         }
     }
     inline for (0..R) |r| inline for (0..C) |t| {
