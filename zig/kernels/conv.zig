@@ -423,14 +423,9 @@ fn ProductJob(comptime T: type) type {
             const first = task * plan.items / plan.tasks;
             const end = (task + 1) * plan.items / plan.tasks;
             for (first..end) |item| {
-                const per_matrix = plan.m_parts * plan.n_parts;
-                const index = item / per_matrix;
+                const index, const m0, const m, const n0, const cols = plan.block(item, d[0], d[1]);
                 const n = index / p.groups;
                 const group = index % p.groups;
-                const m0 = item % per_matrix / plan.n_parts * plan.m_step;
-                const n0 = item % plan.n_parts * plan.n_step;
-                const m = @min(plan.m_step, d[0] - m0);
-                const cols = @min(plan.n_step, d[1] - n0);
                 const corner = offset(&p.ops[0], &.{ n, group * p.og });
                 const windows = p.windows(n, group);
                 if (p.forward) {
@@ -624,14 +619,9 @@ fn DirectJob(comptime T: type) type {
             const first = task * plan.items / plan.tasks;
             const end = (task + 1) * plan.items / plan.tasks;
             for (first..end) |item| {
-                const per_matrix = plan.m_parts * plan.n_parts;
-                const index = item / per_matrix;
+                const index, const m0, const m, const n0, const cols = plan.block(item, d[0], d[1]);
                 const n = index / p.groups;
                 const group = index % p.groups;
-                const m0 = item % per_matrix / plan.n_parts * plan.m_step;
-                const n0 = item % plan.n_parts * plan.n_step;
-                const m = @min(plan.m_step, d[0] - m0);
-                const cols = @min(plan.n_step, d[1] - n0);
                 if (filled != index) {
                     const xs = p.ops[2].strides;
                     job.pd.fill(&p.g, p.image, .{ xs[0], xs[1], xs[2], xs[3] }, offset(&p.ops[2], &.{ n, group * p.cg }), p.cg, padded);

@@ -677,6 +677,15 @@ pub const Plan = struct {
             .tasks = @min(threads, items),
         };
     }
+
+    /// Work item `item` over matrices of m rows and n columns: its matrix, first row, rows, first column and
+    /// columns.
+    pub fn block(plan: Plan, item: usize, m: usize, n: usize) struct { usize, usize, usize, usize, usize } {
+        const per_matrix = plan.m_parts * plan.n_parts;
+        const m0 = item % per_matrix / plan.n_parts * plan.m_step;
+        const n0 = item % plan.n_parts * plan.n_step;
+        return .{ item / per_matrix, m0, @min(plan.m_step, m - m0), n0, @min(plan.n_step, n - n0) };
+    }
 };
 
 /// The batch axes of a matmul and each operand's strides over them and over the matrix axes.
@@ -829,13 +838,9 @@ fn Job(comptime T: type) type {
             const first = task * plan.items / plan.tasks;
             const end = (task + 1) * plan.items / plan.tasks;
             for (first..end) |item| {
-                const per_matrix = plan.m_parts * plan.n_parts;
-                const m_part = item % per_matrix / plan.n_parts;
-                const n_part = item % plan.n_parts;
-                const whole = job.batched.problem(item / per_matrix);
-                const m0 = m_part * plan.m_step;
-                const n0 = n_part * plan.n_step;
-                G.multiply(whole.sub(m0, @min(plan.m_step, whole.m - m0), n0, @min(plan.n_step, whole.n - n0)), ws);
+                const whole = job.batched.problem(item / (plan.m_parts * plan.n_parts));
+                _, const m0, const m, const n0, const n = plan.block(item, whole.m, whole.n);
+                G.multiply(whole.sub(m0, m, n0, n), ws);
             }
         }
 
