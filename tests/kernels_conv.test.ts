@@ -1,24 +1,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import {
-  nativeCol2im,
-  nativeConvProduct,
-  nativeIm2col,
-  referenceCol2im,
-  referenceConvProduct,
-  referenceIm2col,
-} from "../src/kernels/conv.ts";
+import { nativeCol2im, nativeIm2col, referenceCol2im, referenceIm2col } from "../src/kernels/conv.ts";
 import type { ConvProductParams, ConvWindowParams } from "../src/kernels/conv.ts";
-import { fastMatMulBound } from "../src/kernels/matmul.ts";
-import type { KernelOperand } from "../src/kernels/types.ts";
 import {
+  checkConvProducts,
   type ConvConformanceReport,
   convProductCases,
   runConvConformance,
   runConvProductConformance,
 } from "./helpers/conv_operands.ts";
 import { isaReports } from "./helpers/subprocess.ts";
-import { contiguousView, fillF32, OperandPool, randomView, Rng } from "./helpers/operands.ts";
+import { contiguousView, fillF32, OperandPool, Rng } from "./helpers/operands.ts";
 
 test("native im2col and col2im equal the reference exactly over random geometries, layouts and 1-4 threads", () => {
   const report = runConvConformance(40, 5, [1, 2, 3, 4]);
@@ -148,54 +140,14 @@ test(
       // One image of enough work that threads split its columns; two groups.
       geometry([1, 8, 40, 45], [3, 3], [1, 1], [1, 1], 2, 20),
     ];
-    const rng = new Rng(21);
-    const abs = (operand: KernelOperand): KernelOperand => ({
-      ...operand,
-      data: (operand.data as Float32Array).map(Math.abs),
-    });
-    for (const params of cases) {
-      const [n, c, h, w] = params.input;
-      const [kh, kw] = params.kernel;
-      const [oh, ow] = params.output;
-      const o = params.outChannels;
-      const cg = c / params.groups;
-      for (const kind of ["forward", "weight"] as const) {
-        const pool = new OperandPool();
-        try {
-          const image = pool.operand("f32", randomView(rng, [n, c, h, w]));
-          const a = pool.operand(
-            "f32",
-            kind === "forward" ? randomView(rng, [o, cg, kh, kw]) : contiguousView([n, o, oh, ow]),
-          );
-          fillF32(rng, image.data as Float32Array, "wide");
-          fillF32(rng, a.data as Float32Array, "wide");
-          const outView = contiguousView(kind === "forward" ? [n, o, oh, ow] : [n, o, cg, kh, kw]);
-          const expected = pool.operand("f32", outView);
-          referenceConvProduct(params, kind, expected, a, image, { mode: "exact", threads: 1 });
-          const bound = pool.operand("f32", outView);
-          referenceConvProduct(params, kind, bound, abs(a), abs(image), { mode: "exact", threads: 1 });
-          const depth = kind === "forward" ? cg * kh * kw : oh * ow;
-          const want = expected.data as Float32Array;
-          for (const threads of [1, 2, 3, 4]) {
-            const label = `${kind} ${JSON.stringify(params.input)}→${o}, ${threads} threads`;
-            const exact = pool.operand("f32", outView);
-            nativeConvProduct(params, kind, exact, a, image, { mode: "exact", threads });
-            assert.deepEqual(exact.data, expected.data, `exact ${label}`);
-            const fast = pool.operand("f32", outView);
-            nativeConvProduct(params, kind, fast, a, image, { mode: "fast", threads });
-            const got = fast.data as Float32Array;
-            const sums = bound.data as Float32Array;
-            for (let j = 0; j < want.length; j++) {
-              assert.ok(
-                Math.abs(got[j] - want[j]) <= fastMatMulBound(depth, sums[j]),
-                `fast ${label} at ${j}`,
-              );
-            }
-          }
-        } finally {
-          pool.release();
-        }
-      }
-    }
+    const modes = ["exact", "fast"] as const;
+    const report = checkConvProducts(
+      new Rng(21),
+      cases.flatMap((params) => modes.map((mode) => ({ params, mode }))),
+      [1, 2, 3, 4],
+      21,
+    );
+    assert.equal(report.cases, cases.length * 2 * 2 * 4);
+    assert.deepEqual(report.failures, []);
   },
 );

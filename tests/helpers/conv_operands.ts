@@ -124,9 +124,7 @@ export function runConvProductConformance(
   large: boolean,
 ): ConvConformanceReport {
   const rng = new Rng(seed);
-  const failures: string[] = [];
-  let cases = 0;
-  const geometries: { params: ConvProductParams; mode: ArithmeticMode }[] = [];
+  const geometries: ConvProductCase[] = [];
   for (let i = 0; i < count; i++) {
     const window = randomConvParams(rng);
     const groups = 1 + rng.int(3);
@@ -154,6 +152,28 @@ export function runConvProductConformance(
       geometries.push({ params, mode: groups === 1 ? "exact" : "fast" });
     }
   }
+  return { isa: kernelInfo().isa, ...checkConvProducts(rng, geometries, threads, seed) };
+}
+
+/** A product geometry and the mode to check it in. */
+export interface ConvProductCase {
+  params: ConvProductParams;
+  mode: ArithmeticMode;
+}
+
+/**
+ * Checks the native products (forward and weight gradient) of each case against the reference on random
+ * image and weight layouts over the thread counts `threads`: exact mode bitwise, fast mode within
+ * `fastMatMulBound`. Failures name the case and `seed`.
+ */
+export function checkConvProducts(
+  rng: Rng,
+  geometries: readonly ConvProductCase[],
+  threads: readonly number[],
+  seed: number,
+): { cases: number; failures: string[] } {
+  const failures: string[] = [];
+  let cases = 0;
   for (const [i, { params, mode }] of geometries.entries()) {
     const [n, c, h, w] = params.input;
     const [kh, kw] = params.kernel;
@@ -206,5 +226,5 @@ export function runConvProductConformance(
       }
     }
   }
-  return { isa: kernelInfo().isa, cases, failures };
+  return { cases, failures };
 }
