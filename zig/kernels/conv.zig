@@ -420,8 +420,7 @@ fn ProductJob(comptime T: type) type {
                 .partial_row_tiles = (@min(G.sizes.nc, @min(plan.n_step, d[1])) + G.nr - 1) / G.nr,
             };
             const os = p.ops[0].strides;
-            const first = task * plan.items / plan.tasks;
-            const end = (task + 1) * plan.items / plan.tasks;
+            const first, const end = plan.taskItems(task);
             for (first..end) |item| {
                 const index, const m0, const m, const n0, const cols = plan.block(item, d[0], d[1]);
                 const n = index / p.groups;
@@ -616,8 +615,7 @@ fn DirectJob(comptime T: type) type {
             const padded: [*]f32 = @ptrCast(@alignCast(base));
             const d = job.dims();
             var filled: ?usize = null;
-            const first = task * plan.items / plan.tasks;
-            const end = (task + 1) * plan.items / plan.tasks;
+            const first, const end = plan.taskItems(task);
             for (first..end) |item| {
                 const index, const m0, const m, const n0, const cols = plan.block(item, d[0], d[1]);
                 const n = index / p.groups;

@@ -678,6 +678,11 @@ pub const Plan = struct {
         };
     }
 
+    /// The work items of task `task`: from the first to the end (exclusive), the same share for every task.
+    pub fn taskItems(plan: Plan, task: usize) struct { usize, usize } {
+        return .{ task * plan.items / plan.tasks, (task + 1) * plan.items / plan.tasks };
+    }
+
     /// Work item `item` over matrices of m rows and n columns: its matrix, first row, rows, first column and
     /// columns.
     pub fn block(plan: Plan, item: usize, m: usize, n: usize) struct { usize, usize, usize, usize, usize } {
@@ -835,8 +840,7 @@ fn Job(comptime T: type) type {
                 .packed_n = roundUp(job.batched.n, G.nr),
             };
             const plan = job.plan;
-            const first = task * plan.items / plan.tasks;
-            const end = (task + 1) * plan.items / plan.tasks;
+            const first, const end = plan.taskItems(task);
             for (first..end) |item| {
                 const whole = job.batched.problem(item / (plan.m_parts * plan.n_parts));
                 _, const m0, const m, const n0, const n = plan.block(item, whole.m, whole.n);
@@ -891,8 +895,7 @@ fn Job(comptime T: type) type {
                 fn run(context: *anyopaque, task: u32) callconv(.c) void {
                     const self: *const @This() = @ptrCast(@alignCast(context));
                     const plan = self.plan;
-                    const first = task * plan.items / plan.tasks;
-                    const end = (task + 1) * plan.items / plan.tasks;
+                    const first, const end = plan.taskItems(task);
                     for (first..end) |item| {
                         const whole = self.batched.problem(item / plan.n_parts);
                         const n0 = item % plan.n_parts * plan.n_step;
