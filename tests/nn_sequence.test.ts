@@ -90,6 +90,29 @@ test("lstm and gru in exact mode give the same bits for every thread count and a
   );
 });
 
+test("lstm and gru read a strided x as its contiguous copy, bit for bit, and an input of width 0 as zeros", () => {
+  // One thread projects step by step, more threads every step at once.
+  for (const threads of [1, 2]) {
+    TensorCompute.run({ mode: "exact", threads }, () => {
+      using _ = new ActivationScope();
+      // x[:, t] of a transposed view: rows 5·4 apart, columns 1 apart, the step 5 apart.
+      const x = ops.transpose(Tensor.randn([3, 4, 5], { seed: 50 }), 0, 1);
+      const dense = ops.contiguous(x);
+      const bits = (t: Tensor) => [...t.toArray() as Float32Array];
+      const [p, q] = [rnnParameters(4, 5, 6, 51), rnnParameters(3, 5, 6, 55)];
+      assert.deepEqual(bits(ops.lstm(x, p).output), bits(ops.lstm(dense, p).output));
+      assert.deepEqual(bits(ops.gru(x, q).output), bits(ops.gru(dense, q).output));
+      // I = 0 projects to zeros: the same bits as a zero input through a zero weight.
+      const empty = { ...p, weightIh: Tensor.zeros([24, 0]) };
+      const zero = { ...p, weightIh: Tensor.zeros([24, 1]) };
+      assert.deepEqual(
+        bits(ops.lstm(Tensor.zeros([4, 3, 0]), empty).output),
+        bits(ops.lstm(Tensor.zeros([4, 3, 1]), zero).output),
+      );
+    });
+  }
+});
+
 const flat = (ts: Tensor[]) => ops.concat(ts.map((t) => ops.reshape(t, [-1])));
 const [n, steps, inputs, hidden] = [2, 3, 3, 2];
 

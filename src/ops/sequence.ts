@@ -23,6 +23,7 @@ import {
   rankOf,
   shapeOf,
   sizeOf,
+  stridesOf,
   Tensor,
 } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
@@ -179,8 +180,8 @@ interface Layer {
 }
 
 /**
- * The time loop of a forward pass: the input projection of every step in one matrix product (x·W_ihᵀ over
- * [N·T, I]; the cell adds b_ih), then per step one product h·W_hhᵀ and one cell kernel call, which writes
+ * The time loop of a forward pass: the input projection x·W_ihᵀ (the cell adds b_ih; per step on one thread,
+ * else of every step at once), then per step one product h·W_hhᵀ and one cell kernel call, which writes
  * the step's h into `output` [N, T, H] (and, for the LSTM, c into [T, N, H] from element `cells` of the same
  * buffer) and its activations into `saved` [T, N, 4H] when recording.
  */
@@ -196,9 +197,20 @@ function forwardLoop(
   const { op, gates, n, steps, hidden: h, weights } = layer;
   const g = gates * h;
   const kind = op === "lstm" ? RnnCellOp.LstmForward : RnnCellOp.GruForward;
-  // b_ih is added by the cell kernel, as linear would add it; W_hhᵀ is packed once for every step.
-  using projected = GradMode.noGrad(() => matmul(x, transpose(weights.weightIh, 0, 1)));
+  // b_ih is added by the cell kernel, as linear would add it; W_hhᵀ is packed once for every step. On one
+  // thread each step projects its own inputs x[:, t] with a packed W_ihᵀ just before its cell reads them:
+  // the rows are then still in cache (a projection of every step at once leaves megabytes that the cells
+  // wait to fetch again), and that product stores into cache too. On more threads the projection of every
+  // step is one product, split across them once rather than once per step. Each element is the same sum
+  // either way. (An empty input, I = 0, projects to zeros, which the products never write.)
+  const perStep = computeSettings().threads === 1;
+  const [sn, st, si] = stridesOf(x);
+  using weightIhT = perStep ? packedWeight(op, transpose(weights.weightIh, 0, 1)) : null;
+  using projected = perStep
+    ? allocate(op, [n, g], DType.F32, shapeOf(x)[2] === 0)
+    : GradMode.noGrad(() => matmul(x, transpose(weights.weightIh, 0, 1)));
   using hh = allocate(op, [n, g], DType.F32, false);
+  const hhRows = operandOf(hh, op);
   using weightHhT = packedWeight(op, transpose(weights.weightHh, 0, 1));
   // The kernel reads the biases as contiguous vectors: a strided one (a flipped view) is copied first.
   using biases = new DisposableStack();
@@ -218,20 +230,21 @@ function forwardLoop(
     hasBias: bias !== null,
     hasInputBias: inputBias !== null,
     save: saved !== null,
-    strides: [steps * g, steps * h, t === 0 ? h : steps * h],
+    strides: [perStep ? g : steps * g, steps * h, t === 0 ? h : steps * h],
   });
   for (let t = 0; t < steps; t++) {
     const hPrev = t === 0 ? rowsOf(op, h0, 0, h) : rowsOf(op, output, (t - 1) * h, steps * h);
-    weightHhT.multiply(operandOf(hh, op), hPrev, n);
-    const pre = rowsOf(op, projected, t * g, steps * g);
+    weightHhT.multiply(hhRows, hPrev, n);
+    const pre = perStep ? rowsOf(op, projected, 0, g) : rowsOf(op, projected, t * g, steps * g);
+    weightIhT?.multiply(pre, operandOf(x, op, [sn, si], offsetOf(x) + t * st), n);
     const hOut = rowsOf(op, output, t * h, steps * h);
     const act = saved === null ? null : rowsOf(op, saved, t * n * 4 * h, 4 * h);
     if (op === "lstm") {
       const cPrev = t === 0 ? rowsOf(op, c0!, 0, h) : rowsOf(op, output, cells + (t - 1) * n * h, h);
       const cOut = rowsOf(op, output, cells + t * n * h, h);
-      cell(params(t), [pre, operandOf(hh, op), bias, cPrev, hOut, cOut, act, inputBias]);
+      cell(params(t), [pre, hhRows, bias, cPrev, hOut, cOut, act, inputBias]);
     } else {
-      cell(params(t), [pre, operandOf(hh, op), bias, hPrev, hOut, act, inputBias]);
+      cell(params(t), [pre, hhRows, bias, hPrev, hOut, act, inputBias]);
     }
   }
 }

@@ -68,8 +68,9 @@ inline fn tanh(comptime n: usize, comptime exact: bool, x: F32(n)) F32(n) {
 }
 
 /// Asks for the `len` values from `p` ahead of use: the next row's input projection, which the forward pass
-/// computed for every step at once (megabytes, long out of cache) and reads one gate's run at a time, too
-/// short for the hardware prefetcher to catch up with (a third of an LSTM step's cell time waited on it).
+/// reads one gate's run at a time, too short for the hardware prefetcher to catch up with. On one thread the
+/// step's own projection product wrote it just before; on more, the projection of every step at once wrote
+/// it long before, megabytes away (`src/ops/sequence.ts`).
 fn prefetchRow(p: [*]const f32, len: usize) void {
     var i: usize = 0;
     while (i < len) : (i += 64 / @sizeOf(f32)) @prefetch(p + i, .{});
