@@ -98,10 +98,12 @@ pub inline fn loadOrSplat(comptime T: type, p: [*]const T, stride: isize, i: usi
 /// Below this many elements of work a kernel stays on the calling thread.
 pub const parallel_min_elements = 1 << 16;
 
-/// The same for a streaming op (a load or two, one operation and a store per element, under a nanosecond):
-/// waking a second thread costs more than it saves below about this size (issue 13 measured 1 → 2 threads
-/// at 0.68× for an add of 1e5 elements split from 2^16, 1.08× at 1e6).
-pub const streaming_min_elements = 1 << 18;
+/// The same for a streaming op (a load or two, one operation and a store per element, under a nanosecond).
+/// PyTorch's grain size: since the pool's workers spin between jobs, a job that follows another within
+/// 100 µs starts without a futex wake-up, and an add of 1e5 elements went from 0.77× to 1.6–2.3× on 2
+/// threads against 1 with the threshold lowered from 2^18 (issue 13); a worker that has gone to sleep costs
+/// a wake-up, tens of microseconds on a virtual machine, the first time.
+pub const streaming_min_elements = 1 << 15;
 
 /// Calls `visit.span(offsets, begin, end)` for the part of each row that lies in the flat row-major element
 /// range `first..end` of `rows`: whole rows, and partial ones at the range's ends.
