@@ -483,7 +483,7 @@ const Item = struct {
         const vecs = evp / lanes;
         while (c < vecs) : (c += pv_vecs) {
             switch (@min(pv_vecs, vecs - c)) {
-                inline 1...pv_vecs => |C| pv(R, C, tile, nk, vp + c * lanes, evp, acc + (ib - it.r0) * evp + c * lanes, evp, factors),
+                inline 1...pv_vecs => |C| pv(R, C, tile, block_keys, 1, nk, vp + c * lanes, evp, acc + (ib - it.r0) * evp + c * lanes, evp, factors),
                 else => unreachable,
             }
         }
@@ -549,25 +549,6 @@ inline fn before(j: usize, count: usize) @Vector(lanes, bool) {
 inline fn store(comptime R: usize, a: [R][nr / lanes]V, out: [*]f32) void {
     inline for (0..R) |r| inline for (0..nr / lanes) |t| {
         out[r * block_keys + t * lanes ..][0..lanes].* = a[r][t];
-    };
-}
-
-/// acc[r][0..C vectors] = acc[r]·factor[r] + Σ_j p[r][j] · vp[j][0..C vectors] for R rows, keys j < nk.
-inline fn pv(comptime R: usize, comptime C: usize, p: [*]const f32, nk: usize, vp: [*]const f32, v_row: usize, acc: [*]f32, acc_row: usize, factor: [R]f32) void {
-    var a: [R][C]V = undefined;
-    inline for (0..R) |r| inline for (0..C) |t| {
-        a[r][t] = @as(V, acc[r * acc_row + t * lanes ..][0..lanes].*) * @as(V, @splat(factor[r]));
-    };
-    for (0..nk) |j| {
-        var b: [C]V = undefined;
-        inline for (0..C) |t| b[t] = vp[j * v_row + t * lanes ..][0..lanes].*;
-        inline for (0..R) |r| {
-            const x: V = @splat(p[r * block_keys + j]);
-            inline for (0..C) |t| a[r][t] = mulAdd(V, x, b[t], a[r][t]);
-        }
-    }
-    inline for (0..R) |r| inline for (0..C) |t| {
-        acc[r * acc_row + t * lanes ..][0..lanes].* = a[r][t];
     };
 }
 
@@ -878,7 +859,7 @@ fn product(x: [*]const f32, sa: usize, sj: usize, rows: usize, depth: usize, b: 
         while (c < vecs) : (c += pv_vecs) {
             switch (n) {
                 inline 1...mr => |R| switch (@min(pv_vecs, vecs - c)) {
-                    inline 1...pv_vecs => |C| pvStrided(R, C, x + a0 * sa, sa, sj, depth, b + c * lanes, width, acc + a0 * acc_row + c * lanes, acc_row),
+                    inline 1...pv_vecs => |C| pv(R, C, x + a0 * sa, sa, sj, depth, b + c * lanes, width, acc + a0 * acc_row + c * lanes, acc_row, null),
                     else => unreachable,
                 },
                 else => unreachable,
@@ -887,10 +868,14 @@ fn product(x: [*]const f32, sa: usize, sj: usize, rows: usize, depth: usize, b: 
     }
 }
 
-inline fn pvStrided(comptime R: usize, comptime C: usize, x: [*]const f32, sa: usize, sj: usize, depth: usize, b: [*]const f32, b_row: usize, acc: [*]f32, acc_row: usize) void {
+/// acc[r][0..C vectors] = acc[r]·factor[r] (when given) + Σ_j x[r·sa + j·sj] · b[j][0..C vectors] for R rows
+/// and j < depth: the P·V micro-kernel of the forward pass (which rescales by the online softmax's factors)
+/// and of the backward products.
+inline fn pv(comptime R: usize, comptime C: usize, x: [*]const f32, sa: usize, sj: usize, depth: usize, b: [*]const f32, b_row: usize, acc: [*]f32, acc_row: usize, factor: ?[R]f32) void {
     var a: [R][C]V = undefined;
     inline for (0..R) |r| inline for (0..C) |t| {
         a[r][t] = acc[r * acc_row + t * lanes ..][0..lanes].*;
+        if (factor) |f| a[r][t] *= @as(V, @splat(f[r]));
     };
     for (0..depth) |j| {
         var bv: [C]V = undefined;
