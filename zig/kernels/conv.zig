@@ -413,12 +413,7 @@ fn ProductJob(comptime T: type) type {
             const d = p.dims();
             const task_bytes = job.region_bytes[0] + job.region_bytes[1] + job.region_bytes[2];
             const base = job.memory + task * task_bytes;
-            const ws: gemm.Workspace(T) = .{
-                .a_pack = @ptrCast(@alignCast(base)),
-                .b_pack = @ptrCast(@alignCast(base + job.region_bytes[0])),
-                .partial = @ptrCast(@alignCast(base + job.region_bytes[0] + job.region_bytes[1])),
-                .partial_row_tiles = (@min(G.sizes.nc, @min(plan.n_step, d[1])) + G.nr - 1) / G.nr,
-            };
+            const ws = G.workspaceAt(base, job.region_bytes, @min(plan.n_step, d[1]));
             const os = p.ops[0].strides;
             const first, const end = plan.taskItems(task);
             for (first..end) |item| {
@@ -631,12 +626,7 @@ fn DirectJob(comptime T: type) type {
                     const tiles: [*]Tile = @ptrCast(@alignCast(base + r[0] + r[1]));
                     job.forwardBlock(padded, job.weights + group * job.group_elems, m0, m, n0, cols, ew.at([*]f32, p.out, corner), panel, tiles);
                 } else {
-                    const ws: gemm.Workspace(T) = .{
-                        .a_pack = @ptrCast(@alignCast(base + r[0])),
-                        .b_pack = @ptrCast(@alignCast(base + r[0] + r[1])),
-                        .partial = @ptrCast(@alignCast(base + r[0] + r[1] + r[2])),
-                        .partial_row_tiles = (@min(G.sizes.nc, @min(plan.n_step, d[1])) + G.nr - 1) / G.nr,
-                    };
+                    const ws = G.workspaceAt(base + r[0], .{ r[1], r[2], r[3] }, @min(plan.n_step, d[1]));
                     const source: WeightSource = .{
                         .job = job,
                         .padded = padded,

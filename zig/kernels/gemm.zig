@@ -221,6 +221,17 @@ pub fn Gemm(comptime T: type) type {
             return .{ roundUp(mc * kc * @sizeOf(T), 64), roundUp(kc * nc * @sizeOf(T), 64), roundUp(partial, 64) };
         }
 
+        /// The workspace laid out from `base` as `workspaceBytes` sized it (`bytes`), for blocks of at most
+        /// `n` columns.
+        pub fn workspaceAt(base: [*]u8, bytes: [3]usize, n: usize) Workspace(T) {
+            return .{
+                .a_pack = @ptrCast(@alignCast(base)),
+                .b_pack = @ptrCast(@alignCast(base + bytes[0])),
+                .partial = @ptrCast(@alignCast(base + bytes[0] + bytes[1])),
+                .partial_row_tiles = ceilDiv(@min(sizes.nc, n), nr),
+            };
+        }
+
         /// C = A·B for one problem, on the calling thread, with the given workspace.
         pub fn multiply(p: Problem, ws: Workspace(T)) void {
             var m0: usize = 0;
@@ -831,14 +842,9 @@ fn Job(comptime T: type) type {
         fn run(context: *anyopaque, task: u32) callconv(.c) void {
             const job: *const @This() = @ptrCast(@alignCast(context));
             const base = job.memory + task * job.taskBytes();
-            const ws: Workspace(T) = .{
-                .a_pack = @ptrCast(@alignCast(base)),
-                .b_pack = @ptrCast(@alignCast(base + job.region_bytes[0])),
-                .partial = @ptrCast(@alignCast(base + job.region_bytes[0] + job.region_bytes[1])),
-                .partial_row_tiles = ceilDiv(@min(G.sizes.nc, @min(job.plan.n_step, job.batched.n)), G.nr),
-                .packed_b = job.packed_b,
-                .packed_n = roundUp(job.batched.n, G.nr),
-            };
+            var ws = G.workspaceAt(base, job.region_bytes, @min(job.plan.n_step, job.batched.n));
+            ws.packed_b = job.packed_b;
+            ws.packed_n = roundUp(job.batched.n, G.nr);
             const plan = job.plan;
             const first, const end = plan.taskItems(task);
             for (first..end) |item| {
