@@ -1,6 +1,7 @@
 // Class-loss kernel conformance (zig/kernels/nll.zig against src/kernels/nll.ts): random nllLoss and
-// crossEntropy calls through `ops` — ranks 1 to 4, class counts around the vector widths, strided and flipped
-// inputs, I32 and I64 targets with ignored ones, probability targets, every reduction, weights and label
+// crossEntropy calls through `ops` — ranks 1 to 4, class counts around the vector widths and past several
+// of fast mode's 512-element log-sum-exp blocks (rows that drift upwards, so the running maximum rises from
+// block to block, and logits offset by 1000), strided and flipped inputs, I32 and I64 targets with ignored ones, probability targets, every reduction, weights and label
 // smoothing — forward and backward. The native exact mode must give the same bits for 1 to 4 threads and lie
 // within one f32 ulp of the reference (bitwise for nllLoss, which computes no exponential); fast mode within
 // `FAST_TOLERANCE`. The exact-mode results are hashed to compare ISAs.
@@ -35,14 +36,21 @@ interface Case {
   readonly weight: Float32Array | null;
 }
 
-function randomCase(rng: Rng, big: boolean): Case {
+/** Small: class counts around the vector widths; big: many rows of 300 to 500 classes; long: a few rows of
+ * 1100 to 2600 classes, several log-sum-exp blocks. */
+type Size = "small" | "big" | "long";
+
+function randomCase(rng: Rng, kind: Size): Case {
   const op = rng.chance(0.35) ? "nllLoss" : "crossEntropy";
-  const classes = big ? 300 + rng.int(200) : rng.pick(CLASSES);
+  const classes = kind === "long" ? 1100 + rng.int(1500) : kind === "big" ? 300 + rng.int(200) : rng.pick(CLASSES);
   const rank = 1 + rng.int(4);
-  const shape = rank === 1 ? [classes] : [big ? 40 + rng.int(30) : 1 + rng.int(5), classes];
+  const shape = rank === 1 ? [classes] : [kind === "big" ? 40 + rng.int(30) : 1 + rng.int(5), classes];
   for (let d = 2; d < rank; d++) shape.push(1 + rng.int(3));
   const size = shape.reduce((a, b) => a * b, 1);
-  const data = Float32Array.from({ length: size }, () => rng.uniform(-4, 4));
+  // Long rows drift (along the flat index, so along a contiguous row's classes) and may sit far from 0.
+  const drift = kind === "long" ? rng.pick([0, 30, -30]) : 0;
+  const offset = kind === "long" ? rng.pick([0, 1000]) : 0;
+  const data = Float32Array.from({ length: size }, (_, i) => rng.uniform(-4, 4) + drift * i / size + offset);
   const rows = size / classes;
   const probabilities = op === "crossEntropy" && rng.chance(0.3)
     ? Float32Array.from({ length: size }, () => rng.uniform(0, 1))
@@ -123,7 +131,7 @@ export function nllConformanceRun(seed: number, count: number): NllReport {
     if (report.failures.length < 10) report.failures.push(message);
   };
   for (let i = 0; i < count; i++) {
-    const c = randomCase(rng, i % 10 === 9);
+    const c = randomCase(rng, i % 10 === 9 ? "big" : i % 10 === 4 ? "long" : "small");
     const label = `case ${i} (${c.op} ${JSON.stringify(c.shape)}, ${JSON.stringify(c.options)}${
       c.weight ? ", weight" : ""
     }${c.probabilities ? ", probabilities" : ""}${c.strided ? ", strided" : ""})`;

@@ -20,7 +20,7 @@
 //!
 //! Fast mode: per task the keys of a block are packed transposed (Kᵀ panels of `nr` keys) and V padded to
 //! 16 columns, a micro-kernel forms 6 rows × `nr` scores with f32 FMAs over E (stored times scale·log2 e,
-//! each row's maximum raised on the way), the softmax step runs in f32 vectors with `pow2` (a polynomial
+//! each row's maximum raised on the way), the softmax step runs in f32 vectors with `math.exp2Fast` (a polynomial
 //! 2^x of (s − m)·log2 e), and a second micro-kernel scales the rows' f32 accumulators by their factors and adds P·V.
 //!
 //! Operands (element strides; the argument block's shape holds the batch extents, rank = their count):
@@ -462,7 +462,7 @@ const Item = struct {
             next[r] = if (bm > m) bm else m;
         }
         const none = next == @as(W, @splat(ninf));
-        const factor = pow2(R, @select(f32, none, @as(W, @splat(0)), (old - next) * @as(W, @splat(log2e))));
+        const factor = math.exp2Fast(R, @select(f32, none, @as(W, @splat(0)), (old - next) * @as(W, @splat(log2e))));
         const shifts = @select(f32, none, @as(W, @splat(0)), next);
         const factors: [R]f32 = factor;
         inline for (0..R) |r| {
@@ -473,7 +473,7 @@ const Item = struct {
             var lv: V = @splat(0);
             var j: usize = 0;
             while (j < nkp) : (j += lanes) {
-                const p = pow2(lanes, (@as(V, row[j..][0..lanes].*) - shift) * @as(V, @splat(log2e)));
+                const p = math.exp2Fast(lanes, (@as(V, row[j..][0..lanes].*) - shift) * @as(V, @splat(log2e)));
                 row[j..][0..lanes].* = p;
                 lv += p;
             }
@@ -491,35 +491,6 @@ const Item = struct {
 };
 
 const log2e: f32 = std.math.log2e;
-
-/// 2^x in f32 for x ≤ 127 (fast mode's softmax, whose arguments are ≤ 0 up to a rounding): 2^n·P(r) with n the
-/// nearest integer, r = x − n in [−½, ½] and P the degree-7 Taylor polynomial of 2^r = e^(r·ln 2) (truncation
-/// error below 1e-8, so a few f32 roundings); arguments below −126.5 (−∞ among them) give 0, NaN stays NaN.
-inline fn pow2(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
-    const W = @Vector(n, f32);
-    const U = @Vector(n, u32);
-    const low: W = @splat(-127.0);
-    const xc = @select(f32, x < low, low, x);
-    // Adding 1.5·2^23 + 127 rounds to an integer; its low bits then hold n + 127, the exponent field of 2^n.
-    const shifter: W = @splat(0x1.8p23 + 127.0);
-    const j = xc + shifter;
-    const r = xc - (j - shifter);
-    const ln2 = std.math.ln2;
-    // ln2^k / k!, highest degree first.
-    const coefficients = comptime blk: {
-        var c: [8]f32 = undefined;
-        var term: f64 = 1;
-        for (0..8) |k| {
-            c[7 - k] = @floatCast(term);
-            term = term * ln2 / @as(f64, @floatFromInt(k + 1));
-        }
-        break :blk c;
-    };
-    var p: W = @splat(coefficients[0]);
-    inline for (coefficients[1..]) |k| p = mulAdd(W, p, r, @splat(k));
-    const scale: W = @bitCast(@as(U, @bitCast(j)) << @splat(23));
-    return p * scale;
-}
 
 /// The R × nr score micro-tile Σ_e q_r[e] · panel[e][0..nr] (f32 FMAs), as R rows of nr / lanes vectors.
 inline fn scores(comptime R: usize, qr: [R][*]const f32, panel: [*]const f32, e: usize) [R][nr / lanes]V {
@@ -584,7 +555,7 @@ fn forwardF32(
 // end: the same bits on every ISA and thread count, and the reference's.
 //
 // Fast mode: per key block, Kᵀ and Vᵀ panels and K rows padded; per block of `bwd_rows` query rows the
-// score and G·Vᵀ micro-tiles, P (by `pow2`) and dS in f32 vectors, then dv += Pᵀ·G, dk += dSᵀ·Q and dq += dS·K by the
+// score and G·Vᵀ micro-tiles, P (by `math.exp2Fast`) and dS in f32 vectors, then dv += Pᵀ·G, dk += dSᵀ·Q and dq += dS·K by the
 // P·V micro-kernel over padded copies of Q and G.
 //
 // Argument block: as forward, plus ints[5..8] = element offsets of out (O), lse and work; ints[8] = tasks;
@@ -821,7 +792,7 @@ const Entry = struct {
                     x = a;
                     keep = kk;
                 }
-                const p = @select(f32, keep, pow2(lanes, (x - lam) * @as(V, @splat(log2e))), @as(V, @splat(0)));
+                const p = @select(f32, keep, math.exp2Fast(lanes, (x - lam) * @as(V, @splat(log2e))), @as(V, @splat(0)));
                 prow[j..][0..lanes].* = p;
                 // Excluded keys get exactly 0 (D may be NaN where the row's output is).
                 srow[j..][0..lanes].* = @select(f32, keep, p * (@as(V, srow[j..][0..lanes].*) - d) * scale, @as(V, @splat(0)));

@@ -7,10 +7,11 @@
 //! TypeScript reference (which uses `Math.exp` and friends); `erf` and `gelu` follow the reference's formulas
 //! operation for operation (`src/kernels/reference.ts`).
 //!
-//! Fast (f32 vectors of any width): `expFast`, `logFast`, `tanhFast`, `sigmoidFast`, `geluFast`, `geluErfFast`, `erfFast`,
+//! Fast (f32 vectors of any width): `expFast`, `exp2Fast`, `logFast`, `tanhFast`, `sigmoidFast`, `geluFast`, `geluErfFast`, `erfFast`,
 //! `powFast`. Polynomial approximations evaluated in f32, with fused multiply-adds where the ISA has them, so
 //! their bits may differ between ISAs. Their error bounds against the exact functions, checked by the tests
-//! at the bottom of this file and by `tests/kernels_elementwise.test.ts`, are in `fast_bounds`.
+//! at the bottom of this file and by `tests/kernels_elementwise.test.ts`, are in `fast_bounds` (`exp2Fast`,
+//! which no element-wise op exposes, states its own).
 const std = @import("std");
 const builtin = @import("builtin");
 
@@ -404,6 +405,35 @@ pub fn expFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
     return @select(f32, x != x, x, p * s1 * s2);
 }
 
+/// 2^x for x ≤ 127 (no overflow check: the callers' arguments are ≤ 0 up to a rounding, differences from a
+/// running maximum times log2 e): 2^n·P(r) with n the nearest integer, r = x − n in [−½, ½] (exact) and P the
+/// degree-7 Taylor polynomial of 2^r = e^(r·ln 2) (truncation below 6e-9), within 2 ulps of 2^x for results
+/// of at least 2^-126.5; arguments below −126.5 (−∞ among them) give 0, NaN stays NaN. Fast mode's
+/// exponential of flash attention and of crossEntropy's log-sum-exp, cheaper than `expFast` (one scaling step,
+/// no clamp above, no NaN select).
+pub inline fn exp2Fast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
+    const W = @Vector(n, f32);
+    const U = @Vector(n, u32);
+    const low: W = @splat(-127.0);
+    const xc = @select(f32, x < low, low, x);
+    // Adding 1.5·2^23 + 127 rounds to an integer; its low bits then hold n + 127, the exponent field of 2^n.
+    const shifter: W = @splat(0x1.8p23 + 127.0);
+    const j = xc + shifter;
+    const r = xc - (j - shifter);
+    // ln2^k / k!, highest degree first.
+    const coefficients = comptime blk: {
+        var c: [8]f32 = undefined;
+        var term: f64 = 1;
+        for (0..8) |k| {
+            c[7 - k] = @floatCast(term);
+            term = term * std.math.ln2 / @as(f64, @floatFromInt(k + 1));
+        }
+        break :blk c;
+    };
+    const scale: W = @bitCast(@as(U, @bitCast(j)) << @splat(23));
+    return horner(n, r, &coefficients) * scale;
+}
+
 /// log(x): x = 2^e m with m in [√½, √2), log m = 2 atanh(s), s = (m-1)/(m+1), by its series to s^9.
 pub fn logFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
     const V = @Vector(n, f32);
@@ -754,6 +784,10 @@ fn checkFast(
     return worst;
 }
 
+fn exp2(x: f64) f64 {
+    return exp(x * std.math.ln2);
+}
+
 fn noArgument(_: f32) f64 {
     return 0;
 }
@@ -767,6 +801,7 @@ test "fast functions stay within their documented bounds" {
     const grids = [_]Grid{ .{ .lo = -110, .hi = 110, .steps = 200_000 }, .{ .lo = -2, .hi = 2, .steps = 200_000 }, .{ .lo = -1e-3, .hi = 1e-3, .steps = 20_000 } };
     for (grids) |grid| {
         _ = try checkFast("exp", expFast, exp, fast_bounds.exp, noArgument, grid);
+        _ = try checkFast("exp2", exp2Fast, exp2, .{ .ulps = 2 }, noArgument, grid);
         _ = try checkFast("tanh", tanhFast, tanh, fast_bounds.tanh, noArgument, grid);
         _ = try checkFast("sigmoid", sigmoidFast, sigmoid, fast_bounds.sigmoid, noArgument, grid);
         _ = try checkFast("gelu", geluFast, gelu, fast_bounds.gelu, geluArgument, grid);

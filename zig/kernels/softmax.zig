@@ -142,7 +142,7 @@ inline fn scaleBy2(comptime n: usize, p: @Vector(n, f32), k: @Vector(n, f32)) @V
 /// r = (x − m) − n ln2 in two parts (fused), exp(r) by its Taylor polynomial of degree 7, times 2^n
 /// (`scaleBy2`, so subnormal results come out). Neither overflow nor NaN can occur, so no clamp or NaN
 /// select is needed.
-pub inline fn expBelow(comptime n: usize, x: @Vector(n, f32), m: @Vector(n, f32), floor: @Vector(n, f32)) @Vector(n, f32) {
+inline fn expBelow(comptime n: usize, x: @Vector(n, f32), m: @Vector(n, f32), floor: @Vector(n, f32)) @Vector(n, f32) {
     const V_ = @Vector(n, f32);
     const raw = x - m;
     const back = raw - x;
@@ -161,13 +161,8 @@ pub inline fn expBelow(comptime n: usize, x: @Vector(n, f32), m: @Vector(n, f32)
 
 /// Two pieces of exponentials added lane by lane in f32 (one rounding, 2^-24 relative, of two positive
 /// terms), then widened for the f64 sum: half the conversions of widening each piece.
-pub inline fn pairSum(e0: W, e1: W) W64 {
+inline fn pairSum(e0: W, e1: W) W64 {
     return @floatCast(e0 + e1);
-}
-
-/// The maximum of a contiguous row of `len` elements, NaN when it holds one.
-pub fn contiguousMax(x: [*]const f32, len: usize) f32 {
-    return fastMax(x, .{ .len = len, .stride = 1, .out_stride = 1 });
 }
 
 /// The row's maximum, or NaN when the row holds a NaN; two independent accumulators.
