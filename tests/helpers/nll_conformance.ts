@@ -42,7 +42,11 @@ type Size = "small" | "big" | "long";
 
 function randomCase(rng: Rng, kind: Size): Case {
   const op = rng.chance(0.35) ? "nllLoss" : "crossEntropy";
-  const classes = kind === "long" ? 1100 + rng.int(1500) : kind === "big" ? 300 + rng.int(200) : rng.pick(CLASSES);
+  const classes = kind === "long"
+    ? 1100 + rng.int(1500)
+    : kind === "big"
+    ? 300 + rng.int(200)
+    : rng.pick(CLASSES);
   const rank = 1 + rng.int(4);
   const shape = rank === 1 ? [classes] : [kind === "big" ? 40 + rng.int(30) : 1 + rng.int(5), classes];
   for (let d = 2; d < rank; d++) shape.push(1 + rng.int(3));
