@@ -588,6 +588,9 @@ fn DirectJob(comptime T: type) type {
     const V32 = @Vector(G.lanes, f32);
     const Tile = [G.mr][G.nv]V;
     const exact = T == f64;
+    // Taps per forward KC block: the weights' micro-panel, the block's rows of windows (packed, or read
+    // in place in fast mode: 64 taps touch about 7 KiB of a padded image) and the tiles stay in L1 while
+    // every row tile sweeps them.
     const panel_depth = 64;
     return struct {
         product: *const Product,

@@ -327,6 +327,7 @@ pub fn Gemm(comptime T: type) type {
                     const from_partial = exact and !pass.first;
                     if (from_partial) loadPartial(&tile, partial_tile);
                     const vectors = ceilDiv(n_valid, lanes);
+                    if (!exact or pass.last) prefetchTile(c_tile, rs_c, cs_c, m_valid, n_valid);
                     if (m_valid == mr and vectors == nv) {
                         microKernel(mr, nv, kc, ws.a_pack + ir * kc, b_panel, &tile, from_partial);
                     } else {
@@ -380,6 +381,20 @@ pub fn Gemm(comptime T: type) type {
                     else => unreachable,
                 },
                 else => unreachable,
+            }
+        }
+
+        /// Asks for the cache lines of a C tile that `storeTile` will write (and, after the first panel, read),
+        /// so that they arrive while the micro-kernel runs instead of stalling its stores at the end. Only for
+        /// rows of contiguous columns, which is where a tile is a few whole lines per row.
+        fn prefetchTile(c: [*]f32, rs_c: isize, cs_c: isize, m_valid: usize, n_valid: usize) void {
+            if (cs_c != 1) return;
+            const line = 64 / @sizeOf(f32);
+            for (0..m_valid) |i| {
+                const row = offsetBy([*]f32, c, @as(isize, @intCast(i)) * rs_c);
+                var j: usize = 0;
+                while (j < n_valid) : (j += line) @prefetch(row + j, .{ .rw = .write, .locality = 3, .cache = .data });
+                @prefetch(row + n_valid - 1, .{ .rw = .write, .locality = 3, .cache = .data });
             }
         }
 
