@@ -248,7 +248,7 @@ pub fn Gemm(comptime T: type) type {
         /// The depth of the KC panels of a product deep `k`: at most `sizes.kc`, with the panels as equal as
         /// possible, so that no short last panel pays a C update for a few k (K = 576: 3 × 192, not 256, 256,
         /// 64).
-        pub fn panelDepth(k: usize) usize {
+        fn panelDepth(k: usize) usize {
             const panels = ceilDiv(k, sizes.kc);
             return @min(sizes.kc, roundUp(ceilDiv(k, @max(panels, 1)), 8));
         }
