@@ -245,11 +245,20 @@ pub fn Gemm(comptime T: type) type {
             }
         }
 
+        /// The depth of the KC panels of a product deep `k`: at most `sizes.kc`, with the panels as equal as
+        /// possible, so that no short last panel pays a C update for a few k (K = 576: 3 × 192, not 256, 256,
+        /// 64).
+        fn panelDepth(k: usize) usize {
+            const panels = ceilDiv(k, sizes.kc);
+            return @min(sizes.kc, roundUp(ceilDiv(k, @max(panels, 1)), 8));
+        }
+
         /// One NC-wide column block: for each KC panel, pack B once and sweep the MC row blocks.
         fn multiplyBlockColumn(p: Problem, ws: Workspace(T)) void {
+            const depth = panelDepth(p.k);
             var pc: usize = 0;
-            while (pc < p.k) : (pc += sizes.kc) {
-                const kc = @min(sizes.kc, p.k - pc);
+            while (pc < p.k) : (pc += depth) {
+                const kc = @min(depth, p.k - pc);
                 const ipc: isize = @intCast(pc);
                 // KC block pc of a packed B starts pc·packed_n elements in; its panel for column n0 n0·kc.
                 const b_pack: [*]const T = if (ws.packed_b) |whole| whole + pc * ws.packed_n + p.n0 * kc else blk: {
@@ -281,9 +290,10 @@ pub fn Gemm(comptime T: type) type {
                 while (jc < n) : (jc += sizes.nc) {
                     const nc = @min(sizes.nc, n - jc);
                     const block = offsetBy([*]f32, c, @as(isize, @intCast(m0)) * rs_c + @as(isize, @intCast(jc)) * cs_c);
+                    const depth = panelDepth(k);
                     var pc: usize = 0;
-                    while (pc < k) : (pc += sizes.kc) {
-                        const kc = @min(sizes.kc, k - pc);
+                    while (pc < k) : (pc += depth) {
+                        const kc = @min(depth, k - pc);
                         source.packB(pc, kc, jc, nc, ws.b_pack);
                         const pass: Pass = .{ .first = pc == 0, .last = pc + kc == k };
                         var ic: usize = 0;
@@ -317,6 +327,7 @@ pub fn Gemm(comptime T: type) type {
                     const from_partial = exact and !pass.first;
                     if (from_partial) loadPartial(&tile, partial_tile);
                     const vectors = ceilDiv(n_valid, lanes);
+                    if (!exact or pass.last) prefetchTile(c_tile, rs_c, cs_c, m_valid, n_valid);
                     if (m_valid == mr and vectors == nv) {
                         microKernel(mr, nv, kc, ws.a_pack + ir * kc, b_panel, &tile, from_partial);
                     } else {
@@ -331,17 +342,25 @@ pub fn Gemm(comptime T: type) type {
             }
         }
 
+        /// Row p of a micro-kernel's B: `b` a packed panel (`[*]const T`, k-major, rows NR apart) or a table
+        /// of kc row pointers (`[*]const [*]const T`), for rows read where they lie, such as convolution's
+        /// windows in a padded image; each row holds the NR values of one k.
+        inline fn rowOf(b: anytype, p: usize) [*]const T {
+            return if (@TypeOf(b) == [*]const T) b + p * nr else b[p];
+        }
+
         /// The first `rows`×`vectors` part of tile = (tile when `from_partial`, else 0) + A panel (mr×kc, k-major) ·
-        /// B panel (kc×nr, k-major), in ascending k. (Zeroing the tile in memory instead costs a memset of
-        /// it per tile: 4 % of a K = 128 product.)
-        inline fn microKernel(comptime rows: usize, comptime vectors: usize, kc: usize, a: [*]const T, b: [*]const T, tile: *Tile, from_partial: bool) void {
+        /// B (kc×nr, see `rowOf`), in ascending k. (Zeroing the tile in memory instead costs a memset of it
+        /// per tile: 4 % of a K = 128 product.)
+        inline fn microKernel(comptime rows: usize, comptime vectors: usize, kc: usize, a: [*]const T, b: anytype, tile: *Tile, from_partial: bool) void {
             var acc: [rows][vectors]V = undefined;
             inline for (0..rows) |i| inline for (0..vectors) |j| {
                 acc[i][j] = if (from_partial) tile[i][j] else @splat(0);
             };
             for (0..kc) |p| {
                 var bv: [vectors]V = undefined;
-                inline for (0..vectors) |j| bv[j] = b[p * nr + j * lanes ..][0..lanes].*;
+                const row = rowOf(b, p);
+                inline for (0..vectors) |j| bv[j] = row[j * lanes ..][0..lanes].*;
                 inline for (0..rows) |i| {
                     const ai: V = @splat(a[p * mr + i]);
                     inline for (0..vectors) |j| acc[i][j] = mulAdd(V, ai, bv[j], acc[i][j]);
@@ -354,7 +373,7 @@ pub fn Gemm(comptime T: type) type {
 
         /// The micro-kernel cut to an edge tile's rows and vectors, so that a thin edge (the one row of a
         /// vector-matrix product, a narrow N) costs what it computes rather than a full tile.
-        pub fn edgeKernel(rows: usize, vectors: usize, kc: usize, a: [*]const T, b: [*]const T, tile: *Tile, from_partial: bool) void {
+        pub fn edgeKernel(rows: usize, vectors: usize, kc: usize, a: [*]const T, b: anytype, tile: *Tile, from_partial: bool) void {
             @setEvalBranchQuota(20_000);
             switch (rows) {
                 inline 1...mr => |r| switch (vectors) {
@@ -362,6 +381,20 @@ pub fn Gemm(comptime T: type) type {
                     else => unreachable,
                 },
                 else => unreachable,
+            }
+        }
+
+        /// Asks for the cache lines of a C tile that `storeTile` will write (and, after the first panel, read),
+        /// so that they arrive while the micro-kernel runs instead of stalling its stores at the end. Only for
+        /// rows of contiguous columns, which is where a tile is a few whole lines per row.
+        fn prefetchTile(c: [*]f32, rs_c: isize, cs_c: isize, m_valid: usize, n_valid: usize) void {
+            if (cs_c != 1) return;
+            const line = 64 / @sizeOf(f32);
+            for (0..m_valid) |i| {
+                const row = offsetBy([*]f32, c, @as(isize, @intCast(i)) * rs_c);
+                var j: usize = 0;
+                while (j < n_valid) : (j += line) @prefetch(row + j, .{ .rw = .write, .locality = 3, .cache = .data });
+                @prefetch(row + n_valid - 1, .{ .rw = .write, .locality = 3, .cache = .data });
             }
         }
 
@@ -413,9 +446,10 @@ pub fn Gemm(comptime T: type) type {
         /// NR), its NR-column panels kc·NR apart, so that any NR-aligned column range of any NC block is
         /// one contiguous run of panels.
         pub fn packWhole(k: usize, n: usize, b: [*]const f32, rs: isize, cs: isize, dst: [*]T) void {
+            const depth = panelDepth(k);
             var pc: usize = 0;
-            while (pc < k) : (pc += sizes.kc) {
-                const kc = @min(sizes.kc, k - pc);
+            while (pc < k) : (pc += depth) {
+                const kc = @min(depth, k - pc);
                 packB(kc, n, offsetBy([*]const f32, b, @as(isize, @intCast(pc)) * rs), rs, cs, dst + pc * roundUp(n, nr));
             }
         }
