@@ -7,7 +7,7 @@
 //! compute the same vector function and scatter the results, so an element's value never depends on where
 //! it sits. `+ − × ÷`, max, min, the comparisons and the logical ops are single IEEE f32 operations, bitwise equal to the
 //! TypeScript reference in both modes; pow is `math.pow` in f64 rounded once in exact mode and `math.powFast`
-//! in fast mode.
+//! in fast mode, and gelu_backward (the GELU rule's kernel) takes the mode's tanh likewise.
 //!
 //! This family's table also carries the unary, reduction, softmax and pooling kernels (their code lives in
 //! `unary.zig`, `reduce.zig`, `softmax.zig` and `pool.zig`), so that adding them touched no shared file.
@@ -320,7 +320,7 @@ pub fn binaryF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8
     const rows = @call(.always_inline, Rows(3).init, .{ args.shapeSlice(), .{ &args.operands[0], &args.operands[1], &args.operands[2] } });
     switch (@as(BinaryOp, @enumFromInt(args.op))) {
         inline else => |op| {
-            if (op == .pow and isExact(args)) {
+            if ((op == .pow or op == .gelu_backward) and isExact(args)) {
                 runBinary(f32, op, true, rt, args, &rows, out, a, b);
             } else {
                 runBinary(f32, op, false, rt, args, &rows, out, a, b);
@@ -337,7 +337,7 @@ pub fn runBinary(comptime T: type, comptime op: BinaryOp, comptime exact: bool, 
         .b = @ptrCast(@alignCast(b)),
         .inner = rows.innerStrides(),
     };
-    const min_elements: usize = if (op == .pow) parallel_min_elements / 8 else streaming_min_elements;
+    const min_elements: usize = if (op == .pow or op == .gelu_backward) parallel_min_elements / 8 else streaming_min_elements;
     runSpans(rt, args, rows, &visit, min_elements, 64);
 }
 
