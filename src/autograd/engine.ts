@@ -262,6 +262,13 @@ function propagate(
         grads.set(node, gi);
         return;
       }
+      if (isSoleOwner(previous, holds)) {
+        // No other pending gradient refers to the sum so far: gi is added into it in place (previous + gi, the
+        // bits of a new sum), with no new tensor.
+        context.run(record.settings, () => addInto("backward", previous, gi));
+        holds.drop(gi);
+        return;
+      }
       grads.set(
         node,
         holds.hold(
