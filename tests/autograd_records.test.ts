@@ -9,6 +9,7 @@ import {
   GradMode,
   Layout,
   ops,
+  referenceKernels,
   Tensor,
   TensorCompute,
   TensorVersionError,
@@ -74,14 +75,14 @@ test("the ReLU gradient is g where the output is not ≤ 0 and +0 elsewhere (PyT
   }
 });
 
-test("the tanh-form GELU gradient (one GeluGrad kernel, f64) is its limit where x² overflows f32, NaN at ±∞ and NaN", () => {
+test("the tanh-form GELU gradient (one GeluBackward kernel, f64) is its limit where x² overflows f32, NaN at ±∞ and NaN", () => {
   for (const mode of ["exact", "fast"] as const) {
     TensorCompute.run({ mode }, () => {
       using _ = new ActivationScope();
       const x = leaf([-Infinity, -1e20, 0, 1, 1e20, Infinity, NaN], [7]);
       ops.sum(ops.gelu(x, { approximate: "tanh" })).backward();
       const grad = [...(x.grad!.toArray() as Float32Array)];
-      // d gelu(1) = 0.5·(1 + t) + 0.5·(1 − t²)·c·(1 + 3a), t = tanh(c·1.044715) (t as saved: within an ulp).
+      // d gelu(1) = 0.5·(1 + t) + 0.5·(1 − t²)·c·(1 + 3a), t = tanh(c·1.044715) (t as the kernel computes it: within an ulp).
       const t = Math.tanh(Math.sqrt(2 / Math.PI) * (1 + 0.044715));
       const one = (t + 1) * 0.5 + (0.5 * (1 - t * t)) * ((3 * 0.044715 + 1) * Math.sqrt(2 / Math.PI));
       assert.deepEqual([grad[1], grad[2], grad[4]], [0, 0.5, 1], grad.join());
@@ -261,6 +262,28 @@ test("gradients run under the forward pass's compute settings", () => {
   assert.equal(y.gradFn!.settings.threads, 1);
   y.backward();
   assert.deepEqual([...x.grad!.toArray()], [2, 4, 6]);
+});
+
+test("each rule of one pass runs under its own record's settings where the records' settings differ", () => {
+  // A kernel set that notes the settings of every element-wise call it serves.
+  const seen: string[] = [];
+  const noting = {
+    ...referenceKernels,
+    binary: (...args: Parameters<typeof referenceKernels.binary>) => {
+      seen.push(`${args[5].mode}/${args[5].threads}/${TensorCompute.mode}`);
+      return referenceKernels.binary(...args);
+    },
+  };
+  using x = leaf([1, 2, 3], [3]);
+  using _ = new ActivationScope();
+  const y = TensorCompute.run({ mode: "exact", threads: 1, kernels: noting }, () => ops.mul(x, x));
+  const z = TensorCompute.run({ mode: "fast", threads: 2 }, () => ops.mul(y, 3));
+  const w = TensorCompute.run({ mode: "exact", threads: 1, kernels: noting }, () => ops.sum(ops.mul(z, 0.5)));
+  seen.length = 0;
+  w.backward();
+  // Mul(z, 0.5) and Mul(x, x) (g·x for each side, then their sum) under the noting set; Mul(y, 3) not.
+  assert.deepEqual(seen, new Array(4).fill("exact/1/exact"));
+  assert.deepEqual([...x.grad!.toArray()], [3, 6, 9]);
 });
 
 test("a training step of a two-layer perceptron obtains no new native memory after the first steps", () => {

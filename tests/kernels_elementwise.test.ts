@@ -1,7 +1,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FAST_ERROR_BOUNDS, nativeKernels } from "../src/kernels/native.ts";
-import { erf64, gelu64, geluErf64, referenceKernels } from "../src/kernels/reference.ts";
+import {
+  erf64,
+  gelu64,
+  geluErf64,
+  geluSlope,
+  geluTanhArgument,
+  referenceKernels,
+} from "../src/kernels/reference.ts";
 import { BinaryOp, type ComputeSettings, type KernelOperand, UnaryOp } from "../src/kernels/types.ts";
 import {
   BINARY_COUNT,
@@ -50,6 +57,8 @@ test("every binary op matches the reference in both modes on random strided, fli
   assert.ok(BINARY_COUNT >= 16);
   assert.equal(tally.cases, BINARY_COUNT * 48);
   assert.ok(tally.elements > 100_000, `${tally.elements} elements`);
+  // Exact pow and GeluBackward's tanh differ from Math's by an f64 ulp at most, which rarely reaches f32.
+  assert.ok(tally.offByOne <= tally.elements * 1e-4, `${tally.offByOne} results 1 ulp off`);
 });
 
 test("every unary op matches the reference: IEEE ops bitwise, exact transcendentals within 1 ulp, fast within bounds", () => {
@@ -167,6 +176,42 @@ test("pow follows the C99 special cases in both modes, and relu, abs and sqrt ha
     assert.deepEqual([...out.data], [-0, 0, NaN, NaN, 2]);
     nativeKernels.unary(UnaryOp.Abs, [5], out, v, EXACT);
     assert.deepEqual([...out.data], [0, 0, 2, NaN, 4]);
+  } finally {
+    pool.release();
+  }
+});
+
+test("GeluBackward(g, x) is g·slope(x, t) with the mode's tanh kernel's t: bitwise in both modes", () => {
+  const pool = new OperandPool();
+  try {
+    const rng = new Rng(17);
+    const n = 4099;
+    const x = f32Operand(
+      pool,
+      Array.from({ length: n }, (_, i) => [0, -0, 1e20, -1e20, 30, -30][i] ?? rng.uniform(-12, 12)),
+    );
+    const g = f32Operand(pool, Array.from({ length: n }, () => rng.uniform(-3, 3)));
+    const [xs, gs] = [[...x.data as Float32Array], [...g.data as Float32Array]];
+    // The tanh of each element's argument by the unary kernel of the same mode.
+    const u = f32Operand(pool, xs.map(geluTanhArgument));
+    for (const settings of [EXACT, FAST]) {
+      const t = f32Operand(pool, new Array(n).fill(7));
+      nativeKernels.unary(UnaryOp.Tanh, [n], t, u, settings);
+      const out = f32Operand(pool, new Array(n).fill(7));
+      nativeKernels.binary(BinaryOp.GeluBackward, [n], out, g, x, settings);
+      const want = xs.map((v, i) => Math.fround(gs[i] * geluSlope(v, t.data[i] as number)));
+      const tally = newTally();
+      compareOutputs(
+        tally,
+        `GeluBackward ${settings.mode}`,
+        [n],
+        f32Operand(pool, want),
+        out,
+        bitwise,
+        false,
+      );
+      assert.deepEqual(tally.failures, [], settings.mode);
+    }
   } finally {
     pool.release();
   }

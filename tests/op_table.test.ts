@@ -108,7 +108,7 @@ test("the element-wise, comparison, logical and reduction ops take exactly the d
     any: (t) => ops.any(t),
     all: (t) => ops.all(t, 0),
   };
-  // The internal kernels of backward rules (reluBackward, geluGrad) are not ops.
+  // The internal kernels of backward rules (reluBackward, geluBackward) are not ops.
   const opsOf = (family: "binary" | "reduce") =>
     kernelEntries(family).map(({ op }) => op).filter((op): op is OpName => op in OPS);
   for (const op of opsOf("binary")) {

@@ -152,7 +152,7 @@ export fn zt_dequantize(args: *const abi.ArgBlock, dst: *anyopaque, src: *const 
 // args.mode is 0 for fast and 1 for exact, args.threads the most threads the kernel may use.
 
 /// args.op: a `BinaryOp` (add sub mul div max min pow eq ne lt le gt ge, the logical ops, relu_backward
-/// gelu_grad); operands 0, 1, 2 = out, a, b over args.shape. Comparisons and logical ops write Bool bytes, and
+/// gelu_backward); operands 0, 1, 2 = out, a, b over args.shape. Comparisons and logical ops write Bool bytes, and
 /// operand 0's offset and strides count those bytes.
 export fn zt_binary_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const anyopaque, b: *const anyopaque) void {
     dispatch.active().elementwise.binary_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(a), @ptrCast(b));

@@ -7,7 +7,7 @@
  * @module
  */
 import { DType, dtypeInfo } from "../core/dtype.ts";
-import { type ComputeSnapshot, computeSnapshot, runBackwardRule } from "../context.ts";
+import { type ComputeSnapshot, computeSnapshot, kernelsOf, runBackwardRule } from "../context.ts";
 import { addInto, binaryKernel } from "../ops/common.ts";
 import { formatShape } from "../core/shape.ts";
 import { TensorShapeError } from "../core/errors.ts";
@@ -101,11 +101,36 @@ class Holds {
 }
 
 /**
+ * Runs a pass's work under the compute settings of the record it belongs to, with recording off, entering a
+ * context of its own only where those settings differ from the ones in force: entering one costs microseconds
+ * (Deno's AsyncLocalStorage), and the records of a pass usually share their settings, so a pass enters one.
+ */
+class RuleContext {
+  #current: ComputeSnapshot | null = null;
+
+  run<T>(settings: ComputeSnapshot, fn: () => T): T {
+    const current = this.#current;
+    if (
+      current !== null && current.mode === settings.mode && current.threads === settings.threads &&
+      kernelsOf(current) === kernelsOf(settings)
+    ) {
+      return fn();
+    }
+    this.#current = settings;
+    try {
+      return runBackwardRule(settings, fn);
+    } finally {
+      this.#current = current;
+    }
+  }
+}
+
+/**
  * The gradients of a record's inputs by its rule, run in a scope of its own: what the rule made and does not
  * return is released as it returns, and what it returns moves to the pass's scope.
  */
-function gradientsOf(record: BackwardRecord, g: Tensor): (Tensor | null)[] {
-  return runBackwardRule(record.settings, () => {
+function gradientsOf(context: RuleContext, record: BackwardRecord, g: Tensor): (Tensor | null)[] {
+  return context.run(record.settings, () => {
     const scope = new ActivationScope();
     try {
       const inputs = runRule(record, g);
@@ -136,10 +161,10 @@ function isSoleOwner(g: Tensor, holds: Holds): boolean {
  * release it), a copy no scope tracks otherwise; the rest are added in place. Runs after every rule, so that
  * no rule reads a gradient a leaf has taken.
  */
-function accumulate(leaves: Map<LeafNode, LeafGradient[]>, holds: Holds): void {
+function accumulate(context: RuleContext, leaves: Map<LeafNode, LeafGradient[]>, holds: Holds): void {
   for (const [leaf, list] of leaves) {
     for (const { settings, g } of list) {
-      runBackwardRule(settings, () => {
+      context.run(settings, () => {
         if (leaf.grad !== null && !isReleasedOf(leaf.grad)) {
           addInto("backward", leaf.grad, g);
           holds.drop(g);
@@ -193,17 +218,33 @@ export function backward(root: Tensor, grad?: Tensor): void {
   if (grad === undefined) seed.fill(1);
   holds.hold(seed);
   const leaves = new Map<LeafNode, LeafGradient[]>();
+  const context = new RuleContext();
   if (start instanceof LeafNode) {
     leaves.set(start, [{ settings: computeSnapshot(), g: seed }]);
-    accumulate(leaves, holds);
+    accumulate(context, leaves, holds);
     return;
   }
+  context.run(start.settings, () => propagate(context, start, seed, leaves, holds));
+  accumulate(context, leaves, holds);
+}
+
+/**
+ * Runs every rule from `start` down, in topological order: each record's gradient summed over its consumers,
+ * and the gradients reaching leaves gathered in `leaves` (added in after every rule has run).
+ */
+function propagate(
+  context: RuleContext,
+  start: BackwardRecord,
+  seed: Tensor,
+  leaves: Map<LeafNode, LeafGradient[]>,
+  holds: Holds,
+): void {
   const grads = new Map<AutogradNode, Tensor>([[start, seed]]);
   for (const record of topologicalOrder(start)) {
     const g = grads.get(record);
     grads.delete(record);
     if (g === undefined) continue;
-    const inputs = gradientsOf(record, g);
+    const inputs = gradientsOf(context, record, g);
     record.release();
     inputs.forEach((gi, i) => {
       const node = record.inputs[i].node;
@@ -221,10 +262,17 @@ export function backward(root: Tensor, grad?: Tensor): void {
         grads.set(node, gi);
         return;
       }
+      if (isSoleOwner(previous, holds)) {
+        // No other pending gradient refers to the sum so far: gi is added into it in place (previous + gi, the
+        // bits of a new sum), with no new tensor.
+        context.run(record.settings, () => addInto("backward", previous, gi));
+        holds.drop(gi);
+        return;
+      }
       grads.set(
         node,
         holds.hold(
-          runBackwardRule(record.settings, () => binaryKernel("backward", BinaryOp.Add, previous, gi)),
+          context.run(record.settings, () => binaryKernel("backward", BinaryOp.Add, previous, gi)),
         ),
       );
       holds.drop(previous);
@@ -232,5 +280,4 @@ export function backward(root: Tensor, grad?: Tensor): void {
     });
     holds.drop(g);
   }
-  accumulate(leaves, holds);
 }

@@ -185,8 +185,8 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     return [mul(g, mul(y, sub(1, y)))];
   },
   // Erf form: d gelu = Φ(x) + x·φ(x) = 0.5·(1 + erf(x/√2)) + x·e^(−x²/2)/√(2π) (slot 0: x).
-  // Tanh form: d gelu = 0.5·(1 + t) + 0.5·x·(1 − t²)·c·(1 + 3a·x²), t = tanh(c·(x + a·x³)) (slots: x, t): the
-  // GeluGrad kernel (f64, rounded once) from the saved x and t, times g.
+  // Tanh form: g·(0.5·(1 + t) + 0.5·x·(1 − t²)·c·(1 + 3a·x²)), t = tanh(c·(x + a·x³)): one GeluBackward kernel
+  // call from g and the saved x (PyTorch's gelu_backward), which computes t itself.
   Gelu: (r, g) => {
     const x = r.savedTensor(0);
     if (r.attrs.approximate === "none") {
@@ -194,7 +194,7 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
       const density = mul(exp(mul(mul(x, x), -0.5)), 1 / Math.sqrt(2 * Math.PI));
       return [mul(g, add(cdf, mul(x, density)))];
     }
-    return [mul(g, binaryKernel("gelu backward", kernelCode("binary", "geluGrad"), x, r.savedTensor(1)))];
+    return [binaryKernel("gelu backward", kernelCode("binary", "geluBackward"), g, x)];
   },
   // g broadcast back over the reduced axes.
   Sum: (r, g) => [expand(keptGradient(r, g), r.inputShape(0))],

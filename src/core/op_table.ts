@@ -263,8 +263,8 @@ export const OPS: { readonly [N in OpName]: OpDefinition } = {
 export const INTERNAL_KERNELS = {
   // g where the saved ReLU output is not ≤ 0 (PyTorch's threshold_backward): the Relu rule, one pass.
   reluBackward: { kernel: k("binary", "ReluBackward", 16), dtypes: "f32", grad: "none" },
-  // GELU's (tanh form) derivative from x and the saved t = tanh(u), in f64 rounded once: the Gelu rule's factor.
-  geluGrad: { kernel: k("binary", "GeluGrad", 17), dtypes: "f32", grad: "none" },
+  // g·GELU'(x) (tanh form) from g and the saved x, one pass: the Gelu rule (PyTorch's gelu_backward).
+  geluBackward: { kernel: k("binary", "GeluBackward", 17), dtypes: "f32", grad: "none" },
 } as const satisfies Record<string, OpDefinition>;
 
 /** The name of an internal kernel. */

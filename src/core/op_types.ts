@@ -294,7 +294,7 @@ export type BinaryOpName =
   | "logicalOr"
   | "logicalXor"
   | "reluBackward"
-  | "geluGrad";
+  | "geluBackward";
 
 /** The operators whose kernel is in the `unary` family (their names in `ops`). */
 export type UnaryOpName =
@@ -383,7 +383,7 @@ export interface KernelCodes {
     readonly LogicalOr: 14;
     readonly LogicalXor: 15;
     readonly ReluBackward: 16;
-    readonly GeluGrad: 17;
+    readonly GeluBackward: 17;
   };
   /** The unary kernels by name, with their codes. */
   readonly unary: {

@@ -175,8 +175,39 @@ const BINARY_BY_NAME: Record<keyof typeof BinaryOp, (x: number, y: number) => nu
   LogicalOr: (x, y) => x !== 0 || y !== 0 ? 1 : 0,
   LogicalXor: (x, y) => (x !== 0) !== (y !== 0) ? 1 : 0,
   ReluBackward: (g, out) => out <= 0 ? 0 : g,
-  GeluGrad: (x, t) => (t + 1) * 0.5 + ((x * 0.5) * (1 - t * t)) * ((x * x * (3 * GELU_A) + 1) * GELU_C),
+  GeluBackward: (g, x) => Math.fround(g * geluSlope(x, Math.fround(Math.tanh(geluTanhArgument(x))))),
 };
+
+/**
+ * The argument of the tanh in GELU's tanh form as the GeluBackward kernel computes it: ((x·x·x)·a + x)·c,
+ * each step one f32 operation, with a and c rounded to f32.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { geluTanhArgument } from "./reference.ts";
+ * assert.ok(geluTanhArgument(0) === 0 && Math.abs(geluTanhArgument(1) - 0.8335594) < 1e-6);
+ * ```
+ */
+export function geluTanhArgument(x: number): number {
+  const f = Math.fround;
+  return f(f(x + f(f(f(x * x) * x) * f(GELU_A))) * f(GELU_C));
+}
+
+/**
+ * GELU's (tanh form) derivative from x and t = tanh(`geluTanhArgument(x)`) (an f32 value):
+ * (t + 1)·0.5 + ((x·0.5)·(1 − t·t))·((x·x·3a + 1)·c) in f64, rounded to f32 once.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { geluSlope } from "./reference.ts";
+ * assert.ok(geluSlope(0, 0) === 0.5 && geluSlope(30, 1) === 1);
+ * ```
+ */
+export function geluSlope(x: number, t: number): number {
+  return Math.fround((t + 1) * 0.5 + ((x * 0.5) * (1 - t * t)) * ((x * x * (3 * GELU_A) + 1) * GELU_C));
+}
 
 const f32Product = new Float32Array(1);
 

@@ -415,8 +415,6 @@ export function erf(x: Tensor): Tensor {
   return unary("erf", x);
 }
 
-const GELU_C = Math.sqrt(2 / Math.PI);
-
 /** The options of `gelu` (PyTorch's `approximate`). */
 export interface GeluOptions {
   /** `"none"`: x·Φ(x) with the normal CDF Φ (erf); `"tanh"`: the tanh approximation. @default "none" */
@@ -426,9 +424,8 @@ export interface GeluOptions {
 /**
  * GELU, as PyTorch's `F.gelu`: by default x·Φ(x) = 0.5·x·(1 + erf(x/√2)) (`approximate: "none"`), or the tanh
  * form 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (`approximate: "tanh"`). Both keep their relative accuracy for
- * negative x and give `gelu(−∞) = −0`, the limit (PyTorch gives NaN there, from 0·∞). The erf form saves its
- * input; the tanh form also saves, as an owned slot, the tanh of the inner term. Gradients: Φ(x) + x·φ(x)
- * and the tanh form's derivative.
+ * negative x and give `gelu(−∞) = −0`, the limit (PyTorch gives NaN there, from 0·∞). Both forms save their
+ * input. Gradients: Φ(x) + x·φ(x), and the tanh form's derivative (one kernel from g and x).
  *
  * @example
  * ```ts
@@ -449,16 +446,7 @@ export function gelu(x: Tensor, options?: GeluOptions): Tensor {
   checkF32("gelu", x);
   const out = unaryKernel("gelu", approximate === "tanh" ? UnaryOp.Gelu : UnaryOp.GeluErf, x);
   if (!shouldRecord(x)) return out;
-  if (approximate === "none") return recordOp("gelu", out, [x], { saved: [x], attrs: { approximate } });
-  const inner = GradMode.noGrad(() => {
-    using square = mul(x, x);
-    using cube = mul(square, x);
-    using scaled = mul(cube, 0.044715);
-    using sum = add(x, scaled);
-    using arg = mul(sum, GELU_C);
-    return unaryKernel("gelu", UnaryOp.Tanh, arg);
-  });
-  return recordOp("gelu", out, [x], { saved: [x, inner], owned: [inner], attrs: { approximate } });
+  return recordOp("gelu", out, [x], { saved: [x], attrs: { approximate } });
 }
 
 // --- Issue 12: more unary functions, with parameters where PyTorch has them ---

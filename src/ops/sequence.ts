@@ -384,7 +384,8 @@ export function gru(x: Tensor, weights: RnnWeights, options?: GruOptions): GruRe
  * The gradients of the weights, biases and x from the stacked pre-activation gradients of every step
  * (`dIh` [N, T, G·H] on the input side, `dHh` on the hidden side): dx = dIh·W_ih, dW_ih = dIhᵀ·x,
  * dW_hh = dHhᵀ·h_prev (h0 then output[:, :T − 1]), db_ih = Σ dIh, db_hh = Σ dHh, each one product or sum over
- * the N·T rows; then the initial states' gradients. In the record's input order, null where none is wanted.
+ * the N·T rows (one sum for both biases when the two sides are one tensor, as the LSTM's are); then the initial
+ * states' gradients. In the record's input order, null where none is wanted.
  */
 function layerGradients(
   r: BackwardRecord<"Lstm" | "Gru">,
@@ -409,8 +410,12 @@ function layerGradients(
   } else out.push(null);
   const a = r.attrs;
   let i = 3;
-  if (a.hasBiasIh) out.push(r.needsGrad(i++) ? sum(rows(dIh), 0) : null);
-  if (a.hasBiasHh) out.push(r.needsGrad(i++) ? sum(rows(dHh), 0) : null);
+  const dbIh = a.hasBiasIh && r.needsGrad(i++) ? sum(rows(dIh), 0) : null;
+  const dbHh = a.hasBiasHh && r.needsGrad(i++)
+    ? (dHh === dIh && dbIh !== null ? dbIh : sum(rows(dHh), 0))
+    : null;
+  if (a.hasBiasIh) out.push(dbIh);
+  if (a.hasBiasHh) out.push(dbHh);
   for (const [given, d] of [[a.hasH0, states[0]], [a.hasC0, states[1]]] as const) {
     if (given) out.push(r.needsGrad(i++) ? reshape(d, [1, n, hidden]) : null);
   }

@@ -7,7 +7,7 @@
 // pooling, `FAST_ERROR_BOUNDS` for the transcendental ones, and an f64 reordering bound for sums.
 // NaNs compare equal whatever their payload.
 import { FAST_ERROR_BOUNDS, type FastErrorBound, nativeKernels } from "../../src/kernels/native.ts";
-import { poolExtent, referenceKernels } from "../../src/kernels/reference.ts";
+import { geluSlope, geluTanhArgument, poolExtent, referenceKernels } from "../../src/kernels/reference.ts";
 import {
   type ArithmeticMode,
   BinaryOp,
@@ -87,6 +87,45 @@ function withinBound(bound: FastErrorBound, argument: (k: number) => number): Ju
     const allowed = bound.ulps * ulp(r) * (1 + bound.slope * argument(k)) + bound.abs;
     const error = Math.abs(n - r);
     return error <= allowed ? null : `error ${error / ulp(r)} ulps, bound ${allowed / ulp(r)}`;
+  };
+}
+
+/** The f32 value `steps` representable values away from `value` (finite, not NaN). */
+function stepF32(value: number, steps: number): number {
+  const bits = bitsOf(value);
+  const ordered = (bits >= 0x8000_0000 ? -(bits - 0x8000_0000) : bits) + steps;
+  u32[0] = ordered < 0 ? 0x8000_0000 - ordered : ordered;
+  return f32[0];
+}
+
+/**
+ * The judge of GeluBackward(g, x): the native result must be g·slope(x, t) for a t within the tanh's error of
+ * the reference's (1 ulp in exact mode, whose f64 tanh may differ from Math.tanh's by an f64 ulp; the fast
+ * tanh's bound in fast mode, where exact mode counts the results that needed another t as off by one);
+ * everything else in the kernel is IEEE operations in a fixed order.
+ */
+function geluBackwardJudge(
+  tally: Tally,
+  gs: readonly number[],
+  xs: readonly number[],
+  a: KernelOperand,
+  b: KernelOperand,
+  mode: ArithmeticMode,
+): Judge {
+  const reach = mode === "exact" ? 1 : FAST_ERROR_BOUNDS.tanh.ulps;
+  return (r, n, k) => {
+    if (sameValue(r, n)) return null;
+    const g = (a.data as Float32Array)[gs[k]];
+    const x = (b.data as Float32Array)[xs[k]];
+    const t = Math.fround(Math.tanh(geluTanhArgument(x)));
+    if (!Number.isFinite(t)) return "special values differ";
+    for (let step = -reach; step <= reach; step++) {
+      const nudged = Math.max(-1, Math.min(1, stepF32(t, step)));
+      if (!sameValue(Math.fround(g * geluSlope(x, nudged)), n)) continue;
+      if (mode === "exact") tally.offByOne++;
+      return null;
+    }
+    return `not g·slope(x, t) for a t within ${reach} ulps of tanh`;
   };
 }
 
@@ -310,6 +349,9 @@ export function binaryCase(
       return Math.abs(y * Math.log(Math.abs(x)));
     };
     judge = settings.mode === "exact" ? withinOneUlp(tally) : withinBound(FAST_ERROR_BOUNDS.pow, argument);
+  }
+  if (op === BinaryOp.GeluBackward) {
+    judge = geluBackwardJudge(tally, viewOffsets(shape, a), viewOffsets(shape, b), a, b, settings.mode);
   }
   tally.cases++;
   return compareOutputs(

@@ -7,7 +7,7 @@
 //! compute the same vector function and scatter the results, so an element's value never depends on where
 //! it sits. `+ − × ÷`, max, min, the comparisons and the logical ops are single IEEE f32 operations, bitwise equal to the
 //! TypeScript reference in both modes; pow is `math.pow` in f64 rounded once in exact mode and `math.powFast`
-//! in fast mode.
+//! in fast mode, and gelu_backward (the GELU rule's kernel) takes the mode's tanh likewise.
 //!
 //! This family's table also carries the unary, reduction, softmax and pooling kernels (their code lives in
 //! `unary.zig`, `reduce.zig`, `softmax.zig` and `pool.zig`), so that adding them touched no shared file.
@@ -248,21 +248,26 @@ inline fn applyBinary(comptime T: type, comptime op: BinaryOp, comptime exact: b
         .logical_xor => boolBytes(x != zero) ^ boolBytes(y != zero),
         // The ReLU rule: the gradient x where the saved output y is not ≤ 0 (a NaN output passes it), else +0.
         .relu_backward => @select(f32, y <= @as(V, @splat(0)), @as(V, @splat(0)), x),
-        .gelu_grad => geluGrad(x, y),
+        .gelu_backward => x * geluGrad(exact, y),
     };
 }
 
-/// GELU's (tanh form) derivative from x and t = tanh(√(2/π)(x + 0.044715x³)), in f64 rounded once, in the
-/// reference's order: (t + 1)·0.5 + ((x·0.5)·(1 − t·t))·((x·x·0.134145 + 1)·√(2/π)).
-inline fn geluGrad(x: V, t: V) V {
+/// GELU's (tanh form) derivative at x, in the reference's order: t = tanh(((x·x·x)·a + x)·c), each step one
+/// f32 operation with a and c rounded to f32, tanh the mode's (exact: the f64 function rounded once, as the
+/// unary kernel's); then (t + 1)·0.5 + ((x·0.5)·(1 − t·t))·((x·x·3a + 1)·c) in f64, rounded once.
+inline fn geluGrad(comptime exact: bool, x: V) V {
     const V64 = @Vector(lanes, f64);
     const s = struct {
         fn of(v: f64) V64 {
             return @splat(v);
         }
     }.of;
+    const a32: V = @splat(@as(f32, @floatCast(math.gelu_a)));
+    const c32: V = @splat(@as(f32, @floatCast(math.gelu_c)));
+    const u = (x + x * x * x * a32) * c32;
+    const t32: V = if (exact) @floatCast(math.tanhV(lanes, @floatCast(u))) else math.tanhFast(lanes, u);
     const a: V64 = @floatCast(x);
-    const b: V64 = @floatCast(t);
+    const b: V64 = @floatCast(t32);
     const left = (b + s(1)) * s(0.5);
     const slope = (a * a * s(3 * math.gelu_a) + s(1)) * s(math.gelu_c);
     return @floatCast(left + ((a * s(0.5)) * (s(1) - b * b)) * slope);
@@ -315,7 +320,7 @@ pub fn binaryF32(rt: *const table.Runtime, args: *const abi.ArgBlock, out: [*]u8
     const rows = @call(.always_inline, Rows(3).init, .{ args.shapeSlice(), .{ &args.operands[0], &args.operands[1], &args.operands[2] } });
     switch (@as(BinaryOp, @enumFromInt(args.op))) {
         inline else => |op| {
-            if (op == .pow and isExact(args)) {
+            if ((op == .pow or op == .gelu_backward) and isExact(args)) {
                 runBinary(f32, op, true, rt, args, &rows, out, a, b);
             } else {
                 runBinary(f32, op, false, rt, args, &rows, out, a, b);
@@ -332,7 +337,7 @@ pub fn runBinary(comptime T: type, comptime op: BinaryOp, comptime exact: bool, 
         .b = @ptrCast(@alignCast(b)),
         .inner = rows.innerStrides(),
     };
-    const min_elements: usize = if (op == .pow) parallel_min_elements / 8 else streaming_min_elements;
+    const min_elements: usize = if (op == .pow or op == .gelu_backward) parallel_min_elements / 8 else streaming_min_elements;
     runSpans(rt, args, rows, &visit, min_elements, 64);
 }
 
@@ -398,12 +403,12 @@ test "relu_backward passes g where the output is not <= 0 (NaN included) and wri
     try testing.expect(!std.math.signbit(dx[0]) and !std.math.signbit(dx[1]) and !std.math.signbit(dx[2]));
 }
 
-test "gelu_grad is 1/2 at 0, 1 where t = 1 and x is large, 0 where t = -1 and x is very negative" {
-    const x = [_]f32{ 0, 30, -30 };
-    const t = [_]f32{ 0, 1, -1 };
-    var d: [3]f32 = undefined;
-    binaryOnce(.gelu_grad, &x, &t, &d);
-    try testing.expectEqualSlices(f32, &.{ 0.5, 1, 0 }, &d);
+test "gelu_backward is g/2 at 0, g where x is large, 0 where x is very negative, g·limit where x² overflows" {
+    const g = [_]f32{ 3, 2, 5, -4, 7 };
+    const x = [_]f32{ 0, 30, -30, 1e20, -1e20 };
+    var d: [5]f32 = undefined;
+    binaryOnce(.gelu_backward, &g, &x, &d);
+    try testing.expectEqualSlices(f32, &.{ 1.5, 2, 0, -4, 0 }, &d);
 }
 
 test "comparisons write bytes and treat NaN as unordered" {

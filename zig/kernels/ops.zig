@@ -20,7 +20,7 @@ pub const BinaryOp = enum(i32) {
     logical_or = 14, // ops.logicalOr
     logical_xor = 15, // ops.logicalXor
     relu_backward = 16, // ops.reluBackward
-    gelu_grad = 17, // ops.geluGrad
+    gelu_backward = 17, // ops.geluBackward
 
     /// Whether the op writes Bool (0/1 bytes): its dtype rule ends in `->bool`.
     pub fn writesBool(op: BinaryOp) bool {
