@@ -631,7 +631,12 @@ export const referenceKernels: TensorKernels = {
   },
 
   /** Every plane of `grad` set to +0, then each output's gradient added at its winner, in output order. */
-  maxPool2dBackward(params: Pool2dParams, grad: KernelOperand, g: KernelOperand, indices: KernelOperand): void {
+  maxPool2dBackward(
+    params: Pool2dParams,
+    grad: KernelOperand,
+    g: KernelOperand,
+    indices: KernelOperand,
+  ): void {
     const [n, c, h, w] = params.input;
     const [oh, ow] = poolOutput(params);
     const gd = grad.data as Float32Array;

@@ -134,7 +134,11 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor | MaxPool2d
     computeSettings(),
   );
   const values = recording
-    ? record(y, "MaxPool2d", [x], { saved: [indices], attrs: { kernel, stride, padding, dilation }, owned: [indices!] })
+    ? record(y, "MaxPool2d", [x], {
+      saved: [indices],
+      attrs: { kernel, stride, padding, dilation },
+      owned: [indices!],
+    })
     : y;
   if (!returnIndices) return values;
   const wide = cast(indices!, DType.I64);
