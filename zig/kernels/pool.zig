@@ -82,11 +82,21 @@ const Pool = struct {
         const shape = pool.args.shape;
         const out_h: usize = @intCast(shape[2]);
         const channels: usize = @intCast(shape[1]);
-        for (first..end) |r| {
-            const oy = r % out_h;
-            const c = (r / out_h) % channels;
-            const n = r / out_h / channels;
+        // Counted, not divided out of each row's flat index: a row of a small plane is a few vector steps.
+        var oy = first % out_h;
+        var c = (first / out_h) % channels;
+        var n = first / out_h / channels;
+        for (first..end) |_| {
             pool.outputRow(n, c, oy);
+            oy += 1;
+            if (oy == out_h) {
+                oy = 0;
+                c += 1;
+                if (c == channels) {
+                    c = 0;
+                    n += 1;
+                }
+            }
         }
     }
 
@@ -95,12 +105,15 @@ const Pool = struct {
         const ops = &pool.args.operands;
         const xs = ops[1].strides;
         const plane = @as(isize, @intCast(n)) * xs[0] + @as(isize, @intCast(c)) * xs[1] + ops[1].offset;
-        const ys = g.window(0, oy);
         const index_base = if (pool.args.ints[11] != 0) 0 else ((@as(isize, @intCast(n)) * g.channels + @as(isize, @intCast(c))) * g.size[0]) * g.size[1];
         const out_row = rowOffset(&ops[0], n, c, oy);
         const index_row = rowOffset(&ops[2], n, c, oy);
-        const first = if (pool.pairs) pairRow(pool, plane + ys.start * xs[2], index_base + ys.start * g.size[1], out_row, index_row) else 0;
-        for (first..g.out_w) |ox| {
+        if (pool.pairs) {
+            const top: isize = @intCast(2 * oy);
+            return pairRow(pool, plane + top * xs[2], index_base + top * g.size[1], out_row, index_row);
+        }
+        const ys = g.window(0, oy);
+        for (0..g.out_w) |ox| {
             const xw = g.window(1, ox);
             var best_y = ys.at(ys.lo);
             var best_x = xw.at(xw.lo);
@@ -142,8 +155,8 @@ const widths = blk: {
 };
 
 /// The maxima of output row `out_row`'s 2×2 windows over input rows `row` and the next (index of the first
-/// element `index`); returns the outputs written, all of the row.
-fn pairRow(pool: *const Pool, row: isize, index: isize, out_row: isize, index_row: isize) usize {
+/// element `index`).
+fn pairRow(pool: *const Pool, row: isize, index: isize, out_row: isize, index_row: isize) void {
     const out_w = pool.geometry.out_w;
     const below = pool.args.operands[1].strides[2];
     const width: i32 = @intCast(pool.geometry.size[1]);
@@ -157,7 +170,6 @@ fn pairRow(pool: *const Pool, row: isize, index: isize, out_row: isize, index_ro
             if (pool.indices) |indices| ew.at([*]i32, indices, index_row + @as(isize, @intCast(ox)))[0..N].* = m.at;
         }
     }
-    return out_w;
 }
 
 /// The maxima of `N` 2×2 windows whose rows are `top` and `bottom`, and their indices (`first` those of the
