@@ -103,13 +103,13 @@ test("MatMul saves a for b's gradient and b for a's", () => {
   assert.equal(slots(both.gradFn!)[0], a.storage);
 });
 
-test("MaxPool2d saves Int32 winner indices as an owned slot, with kernel, stride and padding as attributes", () => {
+test("MaxPool2d saves Int32 winner indices as an owned slot, with kernel, stride, padding and dilation as attributes", () => {
   using _ = new ActivationScope();
   const x = Tensor.from([1, 5, 2, 4, 3, 0, 9, 8, 7, 6, 1, 2, 3, 4, 5, 6], [1, 1, 4, 4]).withRequiresGrad();
   const y = ops.maxPool2d(x, { kernel: [2, 2], stride: [2, 2], padding: [0, 0] });
   const r = y.gradFn!;
   assert.equal(r.op, "MaxPool2d");
-  assert.deepEqual(r.attrs, { kernel: [2, 2], stride: [2, 2], padding: [0, 0] });
+  assert.deepEqual(r.attrs, { kernel: [2, 2], stride: [2, 2], padding: [0, 0], dilation: [1, 1] });
   const indices = r.saved[0]!.unpack("MaxPool2d");
   assert.equal(indices.dtype, DType.I32);
   assert.deepEqual([...indices.toArray()], [1, 6, 8, 15]);

@@ -11,8 +11,9 @@ test("every variant the host runs passes the kernel conformance cases", () => {
   assert.ok(runnable.length >= 1);
   for (const { isa, report } of isaReports(new URL("./children/kernels_child.ts", import.meta.url))) {
     assert.deepEqual(report.failures, [], isa);
-    // Binary, unary, reduce, softmax, pool, index and select cases (tests/helpers/kernels_conformance.ts).
-    assert.equal(report.cases, 7 * 160);
+    // Binary, unary, reduce, softmax, pool, pool backward, index and select cases
+    // (tests/helpers/kernels_conformance.ts).
+    assert.equal(report.cases, 8 * 160);
     assert.ok(report.elements > 50_000, `${isa}: ${report.elements} elements`);
     // Integer and Bool binary and reduction cases (tests/helpers/integer_conformance.ts).
     assert.deepEqual(report.integer.failures, [], `${isa} integer kernels`);

@@ -1,9 +1,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { nativeKernels } from "../src/kernels/native.ts";
-import { poolExtent, referenceKernels } from "../src/kernels/reference.ts";
+import { poolExtent, poolOutput, referenceKernels } from "../src/kernels/reference.ts";
 import type { ComputeSettings, KernelOperand, Pool2dParams, TensorKernels } from "../src/kernels/types.ts";
-import { newTally, poolCase, sameOutputs } from "./helpers/kernels_conformance.ts";
+import {
+  newTally,
+  poolBackwardCase,
+  poolCase,
+  type PoolForce,
+  sameOutputs,
+} from "./helpers/kernels_conformance.ts";
 import { contiguousView, OperandPool } from "./helpers/operands.ts";
 
 const FAST: ComputeSettings = { mode: "fast", threads: 1 };
@@ -145,19 +151,122 @@ test("max pooling matches the reference bitwise on random geometry, layouts and 
   assert.equal(tally.cases, 400);
 });
 
-test("max pooling gives the same bits for 1, 2, 3 and 4 threads on work split across the pool", () => {
-  const run = (threads: number) => {
+/** The outputs of one large case of `run` at 1, 2, 3 and 4 threads, which must be the same bits. */
+function sameForThreads(run: typeof poolCase, force: PoolForce): void {
+  const at = (threads: number) => {
     const tally = newTally();
     const pool = new OperandPool();
     try {
-      const out = poolCase(pool, tally, 42, { input: [4, 16, 67, 70], mode: "exact", threads });
+      const out = run(pool, tally, 42, { ...force, mode: "exact", threads });
       assert.deepEqual(tally.failures, []);
       return out;
     } finally {
       pool.release();
     }
   };
-  const one = run(1);
+  const one = at(1);
   assert.ok(one.length > 1000);
-  for (const threads of [2, 3, 4]) assert.ok(sameOutputs(one, run(threads)), `${threads} threads`);
+  for (const threads of [2, 3, 4]) assert.ok(sameOutputs(one, at(threads)), `${threads} threads`);
+}
+
+test("max pooling gives the same bits for 1, 2, 3 and 4 threads on work split across the pool", () => {
+  sameForThreads(poolCase, { input: [4, 16, 67, 70], pairs: false });
+  sameForThreads(poolCase, { input: [4, 16, 67, 70], pairs: true });
+});
+
+/** The input gradient of both kernel sets (which must agree) for one row-major case. */
+function maxPoolBackward(
+  dims: [number, number, number, number],
+  geometry: Omit<Pool2dParams, "input">,
+  indices: readonly number[],
+  g: readonly number[],
+): number[] {
+  const pool = new OperandPool();
+  try {
+    const params: Pool2dParams = { input: dims, ...geometry, localIndices: true };
+    const [oh, ow] = poolOutput(params);
+    const outShape = [dims[0], dims[1], oh, ow];
+    const winners = pool.operand("i32", contiguousView(outShape));
+    (winners.data as Int32Array).set(indices);
+    const gradient = pool.operand("f32", contiguousView(outShape));
+    (gradient.data as Float32Array).set(g);
+    const results = ([referenceKernels, nativeKernels] as TensorKernels[]).map((kernels) => {
+      const grad = pool.operand("f32", contiguousView(dims));
+      (grad.data as Float32Array).fill(7);
+      kernels.maxPool2dBackward(params, grad, gradient, winners, FAST);
+      return [...grad.data] as number[];
+    });
+    assert.deepEqual(results[1], results[0], "native and reference differ");
+    return results[1];
+  } finally {
+    pool.release();
+  }
+}
+
+test("the backward pass writes each winner's gradient once, +0 elsewhere and for a −0 gradient", () => {
+  // A 3x5 plane, 2x2 windows of stride 2: windows cover rows 0-1 and columns 0-3; row 2 and column 4 are +0.
+  const grad = maxPoolBackward([1, 1, 3, 5], { kernel: [2, 2], stride: [2, 2], padding: [0, 0] }, [6, 2], [
+    -0,
+    3,
+  ]);
+  // deno-fmt-ignore
+  assert.deepEqual(grad, [
+    0, 0, 3, 0, 0,
+    0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0,
+  ]);
+  assert.ok(grad.every((v) => !Object.is(v, -0)));
+  // Windows smaller than their stride, with padding: 1x2 windows of stride 2x3, padding [0, 1].
+  const spaced = maxPoolBackward([1, 1, 3, 4], { kernel: [1, 2], stride: [2, 3], padding: [0, 1] }, [
+    0,
+    2,
+    8,
+    10,
+  ], [
+    1,
+    2,
+    3,
+    4,
+  ]);
+  assert.deepEqual(spaced, [1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4, 0]);
+});
+
+test("overlapping windows add the gradients of every output an element won, in output order", () => {
+  // A 1x4 row, windows of 3 with stride 1: both windows pick element 2; f32 sums 2^24 + 1 + 1 in order.
+  const grad = maxPoolBackward([1, 1, 1, 4], { kernel: [1, 3], stride: [1, 1], padding: [0, 0] }, [2, 2], [
+    2 ** 24,
+    1,
+  ]);
+  assert.deepEqual(grad, [0, 0, 2 ** 24, 0]);
+  // A dilated 2-tap window of stride 2 reaches past its stride: windows {0, 2} and {2, 4} share element 2.
+  const dilated = maxPoolBackward([1, 1, 1, 5], {
+    kernel: [1, 2],
+    stride: [1, 2],
+    padding: [0, 0],
+    dilation: [1, 2],
+  }, [
+    2,
+    2,
+  ], [1.5, 2]);
+  assert.deepEqual(dilated, [0, 0, 3.5, 0, 0]);
+});
+
+test("max pooling backward matches the reference bitwise on random geometry, layouts and data", () => {
+  const tally = newTally();
+  const pool = new OperandPool();
+  try {
+    for (let i = 0; i < 400; i++) {
+      poolBackwardCase(pool, tally, 900_000 + i);
+      if (i % 32 === 31) pool.release();
+    }
+  } finally {
+    pool.release();
+  }
+  assert.deepEqual(tally.failures, []);
+  assert.equal(tally.cases, 400);
+});
+
+test("max pooling backward gives the same bits for 1, 2, 3 and 4 threads", () => {
+  sameForThreads(poolBackwardCase, { input: [4, 16, 67, 70], pairs: false });
+  sameForThreads(poolBackwardCase, { input: [4, 16, 66, 70], pairs: true });
 });

@@ -188,7 +188,8 @@ export fn zt_softmax_f32(args: *const abi.ArgBlock, out: *anyopaque, a: *const a
 
 /// args.shape: [N, C, OH, OW]; operands 0, 1, 2 = out (N, C, OH, OW strides), x (N, C, H, W strides),
 /// indices (Int32, N, C, OH, OW strides). ints: kernelH, kernelW, strideH, strideW, padH, padW, H, W,
-/// wantIndices (0: `indices` may be null and is not written).
+/// wantIndices (0: `indices` may be null and is not written). args.op 1: the input gradient, operands 0, 1, 2 =
+/// grad input (N, C, H, W strides), output gradient and local indices (N, C, OH, OW strides); see pool.zig.
 export fn zt_maxpool2d_f32(args: *const abi.ArgBlock, out: *anyopaque, x: *const anyopaque, indices: ?*anyopaque) void {
     dispatch.active().elementwise.maxpool2d_f32(&ThreadPool.runtime, args, @ptrCast(out), @ptrCast(x), @ptrCast(indices));
 }

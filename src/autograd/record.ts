@@ -200,8 +200,8 @@ export interface RecordAttributes {
   };
   /** An average pooling window, with the extra right padding ceil mode needs (absent: none). */
   AvgPool2d: WindowAttributes & { readonly extra?: readonly [number, number] };
-  /** A max pooling window. */
-  MaxPool2d: WindowAttributes;
+  /** A max pooling window and its dilation. */
+  MaxPool2d: WindowAttributes & { readonly dilation: readonly [number, number] };
   /** A negative log-likelihood loss: its options (`ClassLossAttributes`). */
   NllLoss: ClassLossAttributes;
   /** A cross-entropy loss: its options (`ClassLossAttributes`). */

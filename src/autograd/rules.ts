@@ -146,7 +146,7 @@ const rules: { readonly [K in OpKind]: BackwardRule<K> } = {
     r.needsGrad(1) ? matMulRightGradient(r, g) : null,
   ],
   // Each output gradient is added at its winner (saved: its position within its plane), by the indexAdd kernel.
-  MaxPool2d: (r, g) => [maxPool2dBackward(g, r.savedTensor(0), r.inputShape(0))],
+  MaxPool2d: (r, g) => [maxPool2dBackward(g, r.savedTensor(0), r.inputShape(0), r.attrs)],
   // The gradient cast back to the input's dtype.
   Cast: (r, g) => [dtypeOf(g) === r.inputDType(0) ? g : cast(g, r.inputDType(0))],
   // Zeros of the input shape with g written into the slice.

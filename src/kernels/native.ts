@@ -82,6 +82,29 @@ export const FAST_ERROR_BOUNDS = {
 /** The pooling shape, reused by every call. */
 const poolShape = [0, 0, 0, 0];
 
+/** The argument block of `zt_maxpool2d_f32` (args.op `op`) with its shape and geometry; operands are the caller's. */
+function poolArgs(params: Pool2dParams, op: number, settings: ComputeSettings): typeof args {
+  const [n, c, h, w] = params.input;
+  const [oh, ow] = poolOutput(params);
+  const [dh, dw] = params.dilation ?? [1, 1];
+  poolShape[0] = n;
+  poolShape[1] = c;
+  poolShape[2] = oh;
+  poolShape[3] = ow;
+  return args.shape(poolShape)
+    .op(op, MODE_CODE[settings.mode], settings.threads)
+    .int(0, params.kernel[0])
+    .int(1, params.kernel[1])
+    .int(2, params.stride[0])
+    .int(3, params.stride[1])
+    .int(4, params.padding[0])
+    .int(5, params.padding[1])
+    .int(6, h)
+    .int(7, w)
+    .int(9, dh)
+    .int(10, dw);
+}
+
 /**
  * The native kernel set.
  *
@@ -185,28 +208,10 @@ export const nativeKernels: TensorKernels = {
     indices: KernelOperand | null,
     settings: ComputeSettings,
   ): void {
-    const [n, c, h, w] = params.input;
-    poolShape[0] = n;
-    poolShape[1] = c;
-    const [oh, ow] = poolOutput(params);
-    const [dh, dw] = params.dilation ?? [1, 1];
-    poolShape[2] = oh;
-    poolShape[3] = ow;
-    args.shape(poolShape)
+    poolArgs(params, 0, settings)
       .operand(0, out.offset, out.strides)
       .operand(1, x.offset, x.strides)
-      .op(0, MODE_CODE[settings.mode], settings.threads)
-      .int(0, params.kernel[0])
-      .int(1, params.kernel[1])
-      .int(2, params.stride[0])
-      .int(3, params.stride[1])
-      .int(4, params.padding[0])
-      .int(5, params.padding[1])
-      .int(6, h)
-      .int(7, w)
       .int(8, indices === null ? 0 : 1)
-      .int(9, dh)
-      .int(10, dw)
       .int(11, params.localIndices === true ? 1 : 0);
     if (indices !== null) args.operand(2, indices.offset, indices.strides);
     native.zt_maxpool2d_f32(
@@ -215,5 +220,19 @@ export const nativeKernels: TensorKernels = {
       x.pointer,
       indices?.pointer ?? (null as unknown as NativePointer),
     );
+  },
+
+  maxPool2dBackward(
+    params: Pool2dParams,
+    grad: KernelOperand,
+    g: KernelOperand,
+    indices: KernelOperand,
+    settings: ComputeSettings,
+  ): void {
+    poolArgs(params, 1, settings)
+      .operand(0, grad.offset, grad.strides)
+      .operand(1, g.offset, g.strides)
+      .operand(2, indices.offset, indices.strides);
+    native.zt_maxpool2d_f32(args.pointer, grad.pointer, g.pointer, indices.pointer);
   },
 };

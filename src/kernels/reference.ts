@@ -660,6 +660,34 @@ export const referenceKernels: TensorKernels = {
       }
     }
   },
+
+  /** Every plane of `grad` set to +0, then each output's gradient added at its winner, in output order. */
+  maxPool2dBackward(
+    params: Pool2dParams,
+    grad: KernelOperand,
+    g: KernelOperand,
+    indices: KernelOperand,
+  ): void {
+    const [n, c, h, w] = params.input;
+    const [oh, ow] = poolOutput(params);
+    const gd = grad.data as Float32Array;
+    const go = g.data as Float32Array;
+    const id = indices.data as Int32Array;
+    for (let ni = 0; ni < n; ni++) {
+      for (let ci = 0; ci < c; ci++) {
+        for (let y = 0; y < h; y++) {
+          for (let x = 0; x < w; x++) gd[at(grad, [ni, ci, y, x])] = 0;
+        }
+        for (let oy = 0; oy < oh; oy++) {
+          for (let ox = 0; ox < ow; ox++) {
+            const winner = id[at(indices, [ni, ci, oy, ox])];
+            const target = at(grad, [ni, ci, Math.floor(winner / w), winner % w]);
+            gd[target] = gd[target] + go[at(g, [ni, ci, oy, ox])];
+          }
+        }
+      }
+    }
+  },
 };
 
 function at(operand: KernelOperand, index: readonly number[]): number {

@@ -61,6 +61,7 @@ export const nativeKernels: KernelSet = {
   softmax: nativeCompute.softmax,
   matMul: nativeCompute.matMul,
   maxPool2d: nativeCompute.maxPool2d,
+  maxPool2dBackward: nativeCompute.maxPool2dBackward,
   copy: (elementBytes, shape, out, a, settings) => nativeCopy(elementBytes, shape, out, a, settings.threads),
   cast: (outDType, aDType, shape, out, a, settings) =>
     nativeCast(outDType, aDType, shape, out, a, settings.threads),
@@ -110,6 +111,7 @@ export const referenceKernels: KernelSet = {
   softmax: referenceCompute.softmax,
   matMul: referenceCompute.matMul,
   maxPool2d: referenceCompute.maxPool2d,
+  maxPool2dBackward: referenceCompute.maxPool2dBackward,
   copy: (elementBytes, shape, out, a) => referenceCopy(elementBytes, shape, out, a),
   cast: (outDType, aDType, shape, out, a) => referenceCast(outDType, aDType, shape, out, a),
   toBlocked: (shape, b, bytes, out, a) => referenceToBlocked(shape, b, bytes, out, a),

@@ -172,6 +172,20 @@ export interface TensorKernels {
     indices: KernelOperand | null,
     settings: ComputeSettings,
   ): void;
+
+  /**
+   * The input gradient of a 2-D max pooling: `grad` [N, C, H, W] from the output's gradient `g` [N, C, OH, OW]
+   * and the winners' positions `indices` (Int32, `y·W + x` within each plane, as `maxPool2d` with
+   * `localIndices` writes them). Each element of `grad` is +0 plus the gradients of the outputs it won, added
+   * in output order (f32, one rounding each), so the same bits in both modes.
+   */
+  maxPool2dBackward(
+    params: Pool2dParams,
+    grad: KernelOperand,
+    g: KernelOperand,
+    indices: KernelOperand,
+    settings: ComputeSettings,
+  ): void;
 }
 
 /** Data movement through the seam, so that the reference set runs every operation end to end too. */

@@ -12,11 +12,12 @@ import { formatShape } from "../core/shape.ts";
 import { allocate, isTensor, operandOf, rankOf, shapeOf, stridesOf, Tensor } from "../tensor.ts";
 import { ReduceOp } from "../kernels/types.ts";
 import { record, shouldRecord } from "../autograd/record.ts";
+import type { RecordAttributes } from "../autograd/record.ts";
 import { div } from "./elementwise.ts";
 import { slice, squeeze, unsqueeze, viewOf } from "./views.ts";
 import { mean } from "./reduce.ts";
 import { tidy } from "../memory/scope.ts";
-import { cast, contiguous, copyElements } from "./copy.ts";
+import { cast, copyElements } from "./copy.ts";
 import { checkImage } from "./conv.ts";
 import { concat } from "./nn.ts";
 import { checkF32, newOutput, pair, sweepExtents, windowStride } from "./common.ts";
@@ -133,7 +134,11 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor | MaxPool2d
     computeSettings(),
   );
   const values = recording
-    ? record(y, "MaxPool2d", [x], { saved: [indices], attrs: { kernel, stride, padding }, owned: [indices!] })
+    ? record(y, "MaxPool2d", [x], {
+      saved: [indices],
+      attrs: { kernel, stride, padding, dilation },
+      owned: [indices!],
+    })
     : y;
   if (!returnIndices) return values;
   const wide = cast(indices!, DType.I64);
@@ -143,26 +148,26 @@ export function maxPool2d(x: Tensor, options: Pool2dOptions): Tensor | MaxPool2d
 
 /**
  * The gradient of a max pooling's input [N, C, H, W] from the output's gradient `g` [N, C, OH, OW] and the
- * winners' positions within each plane (Int32, contiguous): each output's gradient is added at its winner, in
- * output order, by the seam's `indexAdd` kernel over the N·C planes.
+ * winners' positions within each plane (Int32, contiguous), by the seam's `maxPool2dBackward` kernel: each
+ * element +0 plus the gradients of the outputs it won, in output order.
  */
-export function maxPool2dBackward(g: Tensor, indices: Tensor, inputShape: readonly number[]): Tensor {
+export function maxPool2dBackward(
+  g: Tensor,
+  indices: Tensor,
+  inputShape: readonly number[],
+  attrs: RecordAttributes["MaxPool2d"],
+): Tensor {
   const op = "backward";
   const [n, c, h, w] = inputShape;
   const [, , oh, ow] = shapeOf(g);
-  const grad = allocate(op, inputShape, DType.F32, true, { scoped: true });
-  const source = contiguous(g);
-  try {
-    kernels().indexAdd(
-      { groups: n * c, count: oh * ow, width: 1, rows: h * w, flat: false },
-      operandOf(grad, op, [h * w, 1, 1]),
-      operandOf(source, op, [oh * ow, 1, 1]),
-      operandOf(indices, op, [oh * ow, 1]),
-      computeSettings(),
-    );
-  } finally {
-    if (source !== g) source.dispose();
-  }
+  const grad = allocate(op, inputShape, DType.F32, false, { scoped: true });
+  kernels().maxPool2dBackward(
+    { input: [n, c, h, w], ...attrs, output: [oh, ow] },
+    operandOf(grad, op),
+    operandOf(g, op),
+    operandOf(indices, op),
+    computeSettings(),
+  );
   return grad;
 }
 

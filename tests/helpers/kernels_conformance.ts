@@ -7,12 +7,13 @@
 // pooling, `FAST_ERROR_BOUNDS` for the transcendental ones, and an f64 reordering bound for sums.
 // NaNs compare equal whatever their payload.
 import { FAST_ERROR_BOUNDS, type FastErrorBound, nativeKernels } from "../../src/kernels/native.ts";
-import { geluSlope, geluTanhArgument, poolExtent, referenceKernels } from "../../src/kernels/reference.ts";
+import { geluSlope, geluTanhArgument, referenceKernels } from "../../src/kernels/reference.ts";
 import {
   type ArithmeticMode,
   BinaryOp,
   type ComputeSettings,
   type KernelOperand,
+  type Pool2dParams,
   ReduceOp,
   SoftmaxOp,
   UnaryOp,
@@ -20,6 +21,7 @@ import {
 import { IndexOp, nativeIndex, referenceIndex } from "../../src/kernels/indexing.ts";
 import { nativeSelect, referenceSelect } from "../../src/kernels/select.ts";
 import {
+  contiguousView,
   type ElementType,
   type Fill,
   fillF32,
@@ -27,6 +29,7 @@ import {
   randomShape,
   randomView,
   Rng,
+  type View,
   viewOffsets,
 } from "./operands.ts";
 import { binaryWritesBool } from "../../src/core/op_table.ts";
@@ -457,35 +460,69 @@ export function softmaxCase(
   );
 }
 
-/** Runs one random max-pooling case (values and, when asked, indices must match bitwise). */
-export function poolCase(
-  pool: OperandPool,
-  tally: Tally,
-  seed: number,
-  force: { input?: [number, number, number, number]; mode?: ArithmeticMode; threads?: number } = {},
-): Outputs {
-  const rng = new Rng(seed);
-  const input = force.input ?? [1 + rng.int(2), 1 + rng.int(3), 1 + rng.int(12), 1 + rng.int(12)];
-  const [n, c, h, w] = input;
-  const kernel: [number, number] = [1 + rng.int(Math.min(h, 4)), 1 + rng.int(Math.min(w, 4))];
+/** What a pooling case may fix: the input extents, 2×2 windows of stride 2 (`pairs`), mode and threads. */
+export interface PoolForce {
+  input?: [number, number, number, number];
+  pairs?: boolean;
+  mode?: ArithmeticMode;
+  threads?: number;
+}
+
+/**
+ * A random pooling geometry: 30 % (or `force.pairs`) the 2×2 windows of stride 2 that the native kernels run
+ * in vectors, over rows up to 41 wide, else any kernel, stride and padding (and with `dilated`, dilation).
+ */
+function poolGeometry(rng: Rng, force: PoolForce, dilated: boolean): Pool2dParams {
+  const pairs = force.pairs ?? rng.chance(0.3);
+  const input = force.input ??
+    [1 + rng.int(2), 1 + rng.int(3), 1 + rng.int(12), pairs ? 2 + rng.int(40) : 1 + rng.int(12)];
+  const [, , h, w] = input;
+  if (pairs) return { input, kernel: [2, 2], stride: [2, 2], padding: [0, 0] };
+  dilated = dilated && rng.chance(0.5);
+  const dilation: [number, number] = dilated ? [1 + rng.int(2), 1 + rng.int(2)] : [1, 1];
+  const reach = (size: number, d: number) =>
+    1 + rng.int(Math.max(1, Math.min(Math.floor((size - 1) / d) + 1, 4)));
+  const kernel: [number, number] = [reach(h, dilation[0]), reach(w, dilation[1])];
   const stride: [number, number] = [1 + rng.int(3), 1 + rng.int(3)];
-  const padding: [number, number] = [rng.int(kernel[0]), rng.int(kernel[1])];
-  const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
-  const params = { input, kernel, stride, padding } as const;
-  const outShape = [
+  // Padding only without dilation: a dilated window over padding may hold no tap.
+  const padding: [number, number] = dilated ? [0, 0] : [rng.int(kernel[0]), rng.int(kernel[1])];
+  return { input, kernel, stride, padding, dilation };
+}
+
+/** [N, C, OH, OW] of a pooling geometry. */
+function pooledShape(params: Pool2dParams): number[] {
+  const [n, c, h, w] = params.input;
+  const extent = (size: number, k: number, s: number, p: number, d: number) =>
+    Math.floor((size + 2 * p - d * (k - 1) - 1) / s) + 1;
+  const [dh, dw] = params.dilation ?? [1, 1];
+  return [
     n,
     c,
-    poolExtent(h, kernel[0], stride[0], padding[0]),
-    poolExtent(w, kernel[1], stride[1], padding[1]),
+    extent(h, params.kernel[0], params.stride[0], params.padding[0], dh),
+    extent(w, params.kernel[1], params.stride[1], params.padding[1], dw),
   ];
-  const x = pool.operand("f32", randomView(rng, input, { broadcast: true }));
+}
+
+/** Half the views contiguous, so that the native kernels' vector paths (rows stepping by one) run often. */
+function poolView(rng: Rng, shape: readonly number[], broadcast = false): View {
+  return rng.chance(0.5) ? contiguousView(shape) : randomView(rng, shape, { broadcast });
+}
+
+/** Runs one random max-pooling case (values and, when asked, indices must match bitwise). */
+export function poolCase(pool: OperandPool, tally: Tally, seed: number, force: PoolForce = {}): Outputs {
+  const rng = new Rng(seed);
+  const params = poolGeometry(rng, force, false);
+  const { input, kernel, stride, padding } = params;
+  const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
+  const outShape = pooledShape(params);
+  const x = pool.operand("f32", poolView(rng, input, true));
   fillF32(rng, x.data as Float32Array, rng.pick(["ties", "mixed", "uniform"] as const));
-  const outView = randomView(rng, outShape);
+  const outView = poolView(rng, outShape);
   const outRef = pool.operand("f32", outView);
   fillF32(rng, outRef.data as Float32Array, "uniform");
   const outNat = pool.twin(outRef);
   const want = rng.chance(0.7);
-  const indRef = want ? pool.operand("i32", rng.chance(0.5) ? outView : randomView(rng, outShape)) : null;
+  const indRef = want ? pool.operand("i32", rng.chance(0.5) ? outView : poolView(rng, outShape)) : null;
   if (indRef !== null) (indRef.data as Int32Array).fill(-7);
   const indNat = indRef === null ? null : pool.twin(indRef);
   referenceKernels.maxPool2d(params, outRef, x, indRef, settings);
@@ -496,6 +533,41 @@ export function poolCase(
   const values = compareOutputs(tally, label, outShape, outRef, outNat, bitwise, settings.mode === "exact");
   if (indRef === null || indNat === null) return values;
   return values.concat(compareOutputs(tally, `${label} indices`, outShape, indRef, indNat, bitwise, true));
+}
+
+/**
+ * Runs one random max-pooling backward case: the winners of a reference forward pass (local indices), a
+ * random output gradient (specials, −0 included), and the input gradient of both kernel sets, bitwise.
+ */
+export function poolBackwardCase(
+  pool: OperandPool,
+  tally: Tally,
+  seed: number,
+  force: PoolForce = {},
+): Outputs {
+  const rng = new Rng(seed);
+  const params = { ...poolGeometry(rng, force, true), localIndices: true };
+  const { input, kernel, stride, padding, dilation } = params;
+  const settings = { ...settingsFor(rng, force.mode), ...(force.threads ? { threads: force.threads } : {}) };
+  const outShape = pooledShape(params);
+  const x = pool.operand("f32", contiguousView(input));
+  fillF32(rng, x.data as Float32Array, rng.pick(["ties", "uniform"] as const));
+  const values = pool.operand("f32", contiguousView(outShape));
+  const indices = pool.operand("i32", poolView(rng, outShape));
+  referenceKernels.maxPool2d({ ...params, output: [outShape[2], outShape[3]] }, values, x, indices, settings);
+  const g = pool.operand("f32", poolView(rng, outShape, true));
+  fillF32(rng, g.data as Float32Array, rng.pick(["mixed", "ties", "uniform"] as const));
+  const gradRef = pool.operand("f32", poolView(rng, input));
+  fillF32(rng, gradRef.data as Float32Array, "uniform");
+  const gradNat = pool.twin(gradRef);
+  const full = { ...params, output: [outShape[2], outShape[3]] as [number, number] };
+  referenceKernels.maxPool2dBackward(full, gradRef, g, indices, settings);
+  nativeKernels.maxPool2dBackward(full, gradNat, g, indices, settings);
+  const label =
+    `maxPool2dBackward input [${input}] kernel [${kernel}] stride [${stride}] padding [${padding}] ` +
+    `dilation [${dilation}] ${settings.mode} ${settings.threads} threads (seed ${seed})`;
+  tally.cases++;
+  return compareOutputs(tally, label, input, gradRef, gradNat, bitwise, settings.mode === "exact");
 }
 
 /** Everything one conformance run checked, as the ISA child process reports it. */
@@ -518,6 +590,7 @@ export function conformanceRun(seed: number, count: number): ConformanceReport {
       reduceCase(pool, tally, seed + 5 * i + 2);
       softmaxCase(pool, tally, seed + 5 * i + 3);
       poolCase(pool, tally, seed + 5 * i + 4);
+      poolBackwardCase(pool, tally, 9_000_000 + seed + i);
       indexCase(pool, tally, 7_000_000 + seed + i);
       selectCase(pool, tally, 8_000_000 + seed + i);
       if (i % 16 === 15) pool.release();

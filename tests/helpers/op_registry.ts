@@ -489,6 +489,20 @@ export const gradCases: Record<DifferentiableOp, R.GradCase[]> = {
       f32: ([a]) => ops.maxPool2d(a, { kernel: 3, stride: 2, padding: 1 }),
       f64: ([a]) => R.maxPool2d(a, [3, 3], [2, 2], [1, 1]),
     },
+    {
+      // Disjoint 2x2 windows of stride 2 (the native vector path), rows of 19 windows and an odd height.
+      name: "maxPool2d 2x2",
+      shapes: [[2, 2, 5, 38]],
+      f32: ([a]) => ops.maxPool2d(a, { kernel: 2 }),
+      f64: ([a]) => R.maxPool2d(a, [2, 2], [2, 2], [0, 0]),
+    },
+    {
+      // Disjoint windows smaller than their stride, with padding.
+      name: "maxPool2d spaced",
+      shapes: [[1, 2, 7, 8]],
+      f32: ([a]) => ops.maxPool2d(a, { kernel: 2, stride: 3, padding: 1 }),
+      f64: ([a]) => R.maxPool2d(a, [2, 2], [3, 3], [1, 1]),
+    },
   ],
   crossEntropy: [
     {
