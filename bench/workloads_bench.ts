@@ -95,7 +95,10 @@ function zeroGrads(parameters: readonly Tensor[]): void {
   for (const p of parameters) p.grad = null;
 }
 
-/** A step whose temporaries live in one scope. */
+/**
+ * A step whose temporaries live in one scope. Rows whose inputs need no gradient use it alone, as their
+ * PyTorch side runs without `no_grad`.
+ */
 function scoped(body: () => void): () => void {
   return () => {
     using _scope = new ActivationScope();
@@ -103,7 +106,7 @@ function scoped(body: () => void): () => void {
   };
 }
 
-/** Forward only: no record is kept. */
+/** Forward only, in `GradMode.noGrad` (the rows whose PyTorch side runs under `torch.no_grad()`). */
 function inference(body: () => void): () => void {
   return scoped(() => GradMode.noGrad(body));
 }
@@ -311,7 +314,7 @@ function softmaxWorkload(rows: number, cols: number): Workload {
     flops: 0,
     make: () => {
       const x = randn([rows, cols]);
-      return inference(() => ops.softmax(x, -1));
+      return scoped(() => ops.softmax(x, -1));
     },
     torch: `x = randn(${rows}, ${cols})\ndef step():\n    torch.softmax(x, -1)`,
   };
@@ -326,7 +329,7 @@ function streamingWorkload(kind: "add" | "sum", n: number, label: string): Workl
     make: () => {
       const a = randn([n]);
       const b = randn([n]);
-      return inference(() => kind === "add" ? ops.add(a, b) : ops.sum(a));
+      return scoped(() => kind === "add" ? ops.add(a, b) : ops.sum(a));
     },
     torch: `a, b = randn(${n}), randn(${n})\ndef step():\n    ${
       kind === "add" ? "torch.add(a, b)" : "a.sum()"
@@ -345,7 +348,7 @@ function gemmWorkload(mode: "fast" | "exact"): Workload {
     make: () => {
       const a = randn([size, size]);
       const b = randn([size, size]);
-      return inference(() => {
+      return scoped(() => {
         const previous = TensorCompute.mode;
         TensorCompute.mode = mode;
         try {
@@ -528,7 +531,7 @@ const ALL_WORKLOADS: readonly Workload[] = [
       const x = randn([4096, 1024]);
       const w = randn([1024]);
       const bias = randn([1024]);
-      return inference(() => ops.layerNorm(x, 1024, { weight: w, bias }));
+      return scoped(() => ops.layerNorm(x, 1024, { weight: w, bias }));
     },
     torch:
       `x, w, bias = randn(4096, 1024), randn(1024), randn(1024)\ndef step():\n    F.layer_norm(x, (1024,), w, bias)`,
@@ -548,7 +551,7 @@ const ALL_WORKLOADS: readonly Workload[] = [
     make: () => {
       const x = randn([1, 4096]);
       const w = randn([4096, 4096]);
-      return inference(() => ops.matmul(x, w));
+      return scoped(() => ops.matmul(x, w));
     },
     torch: `x, w = randn(1, 4096), randn(4096, 4096)\ndef step():\n    x @ w`,
   },
@@ -562,7 +565,7 @@ const ALL_WORKLOADS: readonly Workload[] = [
     make: () => {
       const w = randn([32000, 512]);
       const ids = ints(4096, 32000);
-      return inference(() => ops.embedding(ids, w));
+      return scoped(() => ops.embedding(ids, w));
     },
     torch: `w, ids = randn(32000, 512), ints(4096, 32000)\ndef step():\n    F.embedding(ids, w)`,
   },
