@@ -137,11 +137,16 @@ test("indices are written only when asked for", () => {
 });
 
 test("max pooling matches the reference bitwise on random geometry, layouts and data, indices included", () => {
+  matchesOverRandomCases(poolCase, 700_000);
+});
+
+/** 400 random cases of `run` from seed `first` on, each bitwise equal to the reference. */
+function matchesOverRandomCases(run: typeof poolCase, first: number): void {
   const tally = newTally();
   const pool = new OperandPool();
   try {
     for (let i = 0; i < 400; i++) {
-      poolCase(pool, tally, 700_000 + i);
+      run(pool, tally, first + i);
       if (i % 32 === 31) pool.release();
     }
   } finally {
@@ -149,7 +154,7 @@ test("max pooling matches the reference bitwise on random geometry, layouts and 
   }
   assert.deepEqual(tally.failures, []);
   assert.equal(tally.cases, 400);
-});
+}
 
 /** The outputs of one large case of `run` at 1, 2, 3 and 4 threads, which must be the same bits. */
 function sameForThreads(run: typeof poolCase, force: PoolForce): void {
@@ -252,18 +257,7 @@ test("overlapping windows add the gradients of every output an element won, in o
 });
 
 test("max pooling backward matches the reference bitwise on random geometry, layouts and data", () => {
-  const tally = newTally();
-  const pool = new OperandPool();
-  try {
-    for (let i = 0; i < 400; i++) {
-      poolBackwardCase(pool, tally, 900_000 + i);
-      if (i % 32 === 31) pool.release();
-    }
-  } finally {
-    pool.release();
-  }
-  assert.deepEqual(tally.failures, []);
-  assert.equal(tally.cases, 400);
+  matchesOverRandomCases(poolBackwardCase, 900_000);
 });
 
 test("max pooling backward gives the same bits for 1, 2, 3 and 4 threads", () => {
