@@ -152,7 +152,8 @@ export class ActivationScope implements Disposable {
     if (this.#disposed) return;
     this.#disposed = true;
     openScopes--;
-    if (this.#entered && context.getStore() === this) context.enterWith(liveOrParent(this.#parent));
+    // The context keeps pointing at this scope: `current()` walks past ended scopes to the nearest open one,
+    // so leaving needs no second `enterWith` (about 1 µs each in Deno).
     this.#set.releaseAll();
   }
 
