@@ -37,8 +37,15 @@ const PEERS = fileURLToPath(new URL("./.peers/", import.meta.url));
 const ROUNDS = Number(process.env.ZIGTENSOR_BENCH_ROUNDS ?? 3);
 const THREADS = (process.env.ZIGTENSOR_BENCH_THREADS ?? "1,2").split(",").map(Number);
 const ONLY = process.env.ZIGTENSOR_BENCH_ONLY?.split(",");
-/** Seconds of calls each library gives a workload per round (at least 2 calls, at most 50). */
+/** Seconds of timed calls each library gives a workload per round (at least 2 calls, at most 1000). */
 const SECONDS_PER_ROUND = 0.4;
+/**
+ * Seconds of untimed calls before them (at least one call), so that steps of microseconds are timed in the
+ * steady state a loop reaches (V8's optimizing tiers, the pool's blocks, the caches), on both sides.
+ */
+const WARMUP_SECONDS = 0.05;
+/** The most timed calls per round. */
+const MAX_CALLS = 1000;
 
 /** One workload: a zigtensor step, the same step in PyTorch, and what its physical limit counts. */
 interface Workload {
@@ -595,15 +602,22 @@ function add(key: string, values: readonly number[]): void {
   times.set(key, list);
 }
 
-/** Calls `step` (after one warm-up call) for about `SECONDS_PER_ROUND`, returning each call's seconds. */
+/**
+ * Calls `step` untimed for `WARMUP_SECONDS`, then for about `SECONDS_PER_ROUND`, returning each timed call's
+ * seconds.
+ */
 function timeCalls(step: () => void): number[] {
-  let start = performance.now();
-  step();
-  const first = (performance.now() - start) / 1000;
-  const calls = Math.max(2, Math.min(50, Math.round(SECONDS_PER_ROUND / Math.max(first, 1e-6))));
+  let warmups = 0;
+  const warmupStart = performance.now();
+  do {
+    step();
+    warmups++;
+  } while (performance.now() - warmupStart < WARMUP_SECONDS * 1000);
+  const each = (performance.now() - warmupStart) / 1000 / warmups;
+  const calls = Math.max(2, Math.min(MAX_CALLS, Math.round(SECONDS_PER_ROUND / Math.max(each, 1e-7))));
   const result: number[] = [];
   for (let i = 0; i < calls; i++) {
-    start = performance.now();
+    const start = performance.now();
     step();
     result.push((performance.now() - start) / 1000);
   }
@@ -622,8 +636,12 @@ torch.set_num_threads(${threads})
 torch.manual_seed(0)
 ${makers.join("\n")}
 def time_calls(step):
-    start = time.perf_counter(); step(); first = time.perf_counter() - start
-    calls = max(2, min(50, round(${SECONDS_PER_ROUND} / max(first, 1e-6))))
+    warmups = 0; warmup_start = time.perf_counter()
+    while True:
+        step(); warmups += 1
+        if time.perf_counter() - warmup_start >= ${WARMUP_SECONDS}: break
+    each = (time.perf_counter() - warmup_start) / warmups
+    calls = max(2, min(${MAX_CALLS}, round(${SECONDS_PER_ROUND} / max(each, 1e-7))))
     result = []
     for _ in range(calls):
         start = time.perf_counter(); step(); result.append(time.perf_counter() - start)
