@@ -590,7 +590,7 @@ fn DirectJob(comptime T: type) type {
     const exact = T == f64;
     // Taps per forward KC block. Exact mode packs the block's rows of windows as f64: at 64 taps they, the
     // weights' micro-panel and the tiles stay in L1 while every row tile sweeps them. Fast mode reads the
-    // rows in place (576 taps touch about 50 KiB of a padded image, their table 4.5 KiB), so a block can
+    // rows in place (576 taps touch about 50 KiB of a padded image), so a block can
     // hold all of K of a 64-channel 3×3 layer: each tile's sums stay in registers from the first tap to
     // the last instead of passing through memory every 64 (8×64→64 56² forward: 8 % faster on Zen 4;
     // 32 taps 7 % slower).
@@ -602,8 +602,7 @@ fn DirectJob(comptime T: type) type {
         /// Forward: the packed weights, `group_elems` per group.
         weights: [*]T,
         group_elems: usize,
-        /// Per task: the padded image, then (forward) the B panel (fast mode: its rows' addresses) and the tiles
-        /// or (weight) the GEMM workspace.
+        /// Per task: the padded image, then (forward) the B panel and the tiles or (weight) the GEMM workspace.
         region_bytes: [4]usize,
         tasks_memory: [*]u8,
 
@@ -843,7 +842,7 @@ fn DirectJob(comptime T: type) type {
                 job.group_elems = gemm.roundUp(p.og, G.mr) * p.k;
                 shared_bytes = gemm.roundUp(p.groups * job.group_elems * @sizeOf(T), 64);
                 const tiles = (@min(G.sizes.mc, plan.m_step) + G.mr - 1) / G.mr;
-                job.region_bytes = .{ padded_bytes, gemm.roundUp(@min(panel_depth, p.k) * (if (exact) G.nr * @sizeOf(T) else @sizeOf([*]const f32)), 64), tiles * @sizeOf(Tile), 0 };
+                job.region_bytes = .{ padded_bytes, gemm.roundUp(@min(panel_depth, p.k) * G.nr * @sizeOf(T), 64), tiles * @sizeOf(Tile), 0 };
             } else {
                 const gw = G.workspaceBytes(@min(plan.m_step, d[0]), @min(plan.n_step, d[1]), d[2]);
                 job.region_bytes = .{ padded_bytes, gw[0], gw[1], gw[2] };
