@@ -1,16 +1,29 @@
 // The native recurrent cell kernel (zig/kernels/rnn.zig) against the reference (src/kernels/rnn.ts): the four
 // cell ops on random steps within the documented bounds under every ISA variant the host runs, with the same
-// bits across variants and thread counts; and the fused layers' exact forward pass equal, bit for bit, to the
-// composition of element-wise kernels it replaces.
+// bits across variants and thread counts; the layer kernels (forward and backward through time) with the bits of
+// the packed products and cells they run; and the fused layers' exact forward pass equal, bit for bit, to the composition of
+// element-wise kernels it replaces.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { isaReports } from "./helpers/subprocess.ts";
-import { RNN_EXACT_BOUND, RNN_FAST_BOUND, rnnConformanceRun } from "./helpers/rnn_conformance.ts";
+import {
+  RNN_EXACT_BOUND,
+  RNN_FAST_BOUND,
+  RNN_LAYER_EXACT_BOUND,
+  RNN_LAYER_FAST_BOUND,
+  rnnConformanceRun,
+  type RnnLayerReport,
+  type RnnReport,
+} from "./helpers/rnn_conformance.ts";
 import { ActivationScope, ops, Tensor, TensorCompute } from "../mod.ts";
 
 test("the cell kernel matches the reference under every variant the host runs, with the same bits in each", () => {
   const hashes = new Map<string, number>();
-  for (const { isa, report } of isaReports(new URL("./children/rnn_child.ts", import.meta.url))) {
+  const forwardHashes = new Map<string, number>();
+  const children = isaReports<RnnReport & { layers: RnnLayerReport }>(
+    new URL("./children/rnn_child.ts", import.meta.url),
+  );
+  for (const { isa, report } of children) {
     assert.deepEqual(report.failures, [], isa);
     assert.equal(report.cases, 80);
     assert.ok(report.elements > 20_000, `${isa}: ${report.elements} elements`);
@@ -18,9 +31,19 @@ test("the cell kernel matches the reference under every variant the host runs, w
     // Fast mode is another arithmetic: it differs somewhere.
     assert.ok(report.worst.fast > 0, `${isa}: fast mode gave the exact results`);
     hashes.set(isa, report.exactHash);
+    // The layer kernels: the compositions' bits, the same on 1 and 4 threads, near the reference.
+    const forward = report.layers;
+    assert.deepEqual(forward.failures, [], isa);
+    assert.equal(forward.cases, 32);
+    assert.ok(forward.threaded >= 4, `${isa}: ${forward.threaded} layers split across threads`);
+    assert.ok(forward.worst.exact <= RNN_LAYER_EXACT_BOUND && forward.worst.fast <= RNN_LAYER_FAST_BOUND);
+    assert.ok(forward.worst.fast > 0, `${isa}: the fast layers gave the exact results`);
+    forwardHashes.set(isa, forward.exactHash);
   }
   assert.ok(hashes.size >= 1);
-  assert.equal(new Set(hashes.values()).size, 1, JSON.stringify(Object.fromEntries(hashes)));
+  for (const h of [hashes, forwardHashes]) {
+    assert.equal(new Set(h.values()).size, 1, JSON.stringify(Object.fromEntries(h)));
+  }
 });
 
 /** The single-layer LSTM as element-wise ops (the composition ops.lstm replaced), [N, T, H] and final c. */

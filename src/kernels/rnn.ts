@@ -21,6 +21,8 @@
  */
 import { args } from "../native/arg_block.ts";
 import { native } from "../native/library.ts";
+import { type NativePointer, Status } from "../native/symbols.ts";
+import { type PackedMatMulKernel, referencePackedMatMul } from "./matmul.ts";
 import { type ComputeSettings, type KernelOperand, MODE_CODE } from "./types.ts";
 
 /** Which step: 0 LSTM forward, 1 LSTM backward, 2 GRU forward, 3 GRU backward. */
@@ -129,5 +131,298 @@ export const referenceRnnCell: RnnCellKernel = (params, operands) => {
         d[3][zAt] = f(dh * zg);
       }
     }
+  }
+};
+
+/** The geometry of a layer's forward pass (`RnnForwardKernel`). */
+export interface RnnForwardParams {
+  /** `RnnCellOp.LstmForward` or `RnnCellOp.GruForward`. */
+  readonly op: number;
+  /** N, T, I, H: the rows, the steps, the input size and the hidden size (N, T, H ≥ 1). */
+  readonly batch: number;
+  readonly steps: number;
+  readonly input: number;
+  readonly hidden: number;
+}
+
+/**
+ * The operands of a layer's forward pass, G = 4 (LSTM) or 3 (GRU): x [N, T, I], W_ihᵀ [I, G·H] and W_hhᵀ
+ * [H, G·H] with their own strides; the rest contiguous: h0 [N, H], c0 [N, H] (LSTM), out (every step's h
+ * [N, T, H], then for the LSTM every step's c [T, N, H] from element N·T·H), saved [T, N, 4H] (each step's
+ * activations, as the cell saves them; null: not saved) and the biases [G·H] (null: none).
+ */
+export interface RnnForwardOperands {
+  readonly x: KernelOperand;
+  readonly weightIhT: KernelOperand;
+  readonly weightHhT: KernelOperand;
+  readonly h0: KernelOperand;
+  readonly c0: KernelOperand | null;
+  readonly out: KernelOperand;
+  readonly saved: KernelOperand | null;
+  readonly biasHh: KernelOperand | null;
+  readonly biasIh: KernelOperand | null;
+}
+
+/** A kernel that runs every step of a layer's forward pass (operands validated and sized by the caller). */
+export type RnnForwardKernel = (
+  params: RnnForwardParams,
+  operands: RnnForwardOperands,
+  settings: ComputeSettings,
+) => void;
+
+/** Rows `stride` apart from element `offset` of `o`. */
+function rowsAt(o: KernelOperand, offset: number, stride: number): KernelOperand {
+  return viewAt(o, offset, [stride, 1]);
+}
+
+/** `o`'s storage from element `offset` with `strides` (its data and pointer read only when used). */
+function viewAt(o: KernelOperand, offset: number, strides: readonly number[]): KernelOperand {
+  return {
+    get pointer() {
+      return o.pointer;
+    },
+    get data() {
+      return o.data;
+    },
+    offset: o.offset + offset,
+    strides,
+    byteLength: o.byteLength,
+  };
+}
+
+/**
+ * The forward pass as the composition that defines it: weights packed once (`packed`), then per step t the
+ * input projection pre = x_t·W_ihᵀ (zeros when I = 0), the product hh = h_{t-1}·W_hhᵀ and one `cell` call
+ * that adds the biases and writes h_t (and c_t) into `out` and the activations into `saved`. `scratch(n)`
+ * gives a zero-filled f32 buffer of n elements, disposed at the end. The native `zt_rnn_forward_f32` makes
+ * the same calls in native code, so it gives this composition's bits over the native kernels.
+ */
+export function composedRnnForward(
+  cell: RnnCellKernel,
+  packed: PackedMatMulKernel,
+  scratch: (elements: number) => KernelOperand & Disposable,
+): RnnForwardKernel {
+  return (params, o, settings) => {
+    const { op, batch: n, steps, input, hidden: h } = params;
+    const g = (op === RnnCellOp.LstmForward ? 4 : 3) * h;
+    using buffers = new DisposableStack();
+    const take = (elements: number) => buffers.use(scratch(elements));
+    const packedWeight = (k: number, weight: KernelOperand) => {
+      const store = take(packed.packedSize(k, g, settings));
+      packed.pack(k, g, store, weight, settings);
+      return store;
+    };
+    const ih = input > 0 ? packedWeight(input, o.weightIhT) : null;
+    const hh = packedWeight(h, o.weightHhT);
+    const [pre, recurrent] = [rowsAt(take(n * g), 0, g), rowsAt(take(n * g), 0, g)];
+    const [sn, st, si] = o.x.strides;
+    const cells = n * steps * h;
+    const unused = o.x;
+    for (let t = 0; t < steps; t++) {
+      const hPrev = t === 0 ? rowsAt(o.h0, 0, h) : rowsAt(o.out, (t - 1) * h, steps * h);
+      packed.multiply(n, g, h, recurrent, hPrev, hh, settings);
+      if (ih !== null) {
+        packed.multiply(n, g, input, pre, viewAt(o.x, t * st, [sn, si]), ih, settings);
+      }
+      const hOut = rowsAt(o.out, t * h, steps * h);
+      const act = o.saved === null ? unused : rowsAt(o.saved, t * n * 4 * h, 4 * h);
+      const cellParams: RnnCellParams = {
+        op,
+        batch: n,
+        hidden: h,
+        hasBias: o.biasHh !== null,
+        hasInputBias: o.biasIh !== null,
+        save: o.saved !== null,
+        strides: [g, steps * h, t === 0 ? h : steps * h],
+      };
+      const [bias, inputBias] = [o.biasHh ?? unused, o.biasIh ?? unused];
+      if (op === RnnCellOp.LstmForward) {
+        const cPrev = t === 0 ? rowsAt(o.c0!, 0, h) : rowsAt(o.out, cells + (t - 1) * n * h, h);
+        const cOut = rowsAt(o.out, cells + t * n * h, h);
+        cell(cellParams, [pre, recurrent, bias, cPrev, hOut, cOut, act, inputBias], settings);
+      } else {
+        cell(cellParams, [pre, recurrent, bias, hPrev, hOut, act, inputBias, unused], settings);
+      }
+    }
+  };
+}
+
+/** The geometry of a layer's backward pass through time (`RnnBackwardKernel`). */
+export interface RnnBackwardParams {
+  /** `RnnCellOp.LstmBackward` or `RnnCellOp.GruBackward`. */
+  readonly op: number;
+  /** N, T, H (all ≥ 1). */
+  readonly batch: number;
+  readonly steps: number;
+  readonly hidden: number;
+}
+
+/**
+ * The operands of a layer's backward pass, G = 4 (LSTM) or 3 (GRU): `weightHh` [G·H, H] with its own
+ * strides; the rest contiguous: the saved activations [T, N, 4H]; `states`, the LSTM's op buffer (h
+ * [N, T, H], then c [T, N, H]) or the GRU's output [N, T, H]; `initial`, c0 (LSTM) or h0 (GRU) [N, H];
+ * `dh` [N, H] (zeros in, h0's gradient out); `carried` [N, H], the LSTM's dc or the GRU's dh along the z path
+ * (zeros in, the first step's out); `grad`, the gradient of the op's output (the LSTM's whole buffer);
+ * `gates` [N, T, G·H], the gate gradients (the GRU's input side); `hiddenGates` [N, T, 3H], the GRU's
+ * hidden-side gate gradients (null for the LSTM).
+ */
+export interface RnnBackwardOperands {
+  readonly weightHh: KernelOperand;
+  readonly saved: KernelOperand;
+  readonly states: KernelOperand;
+  readonly initial: KernelOperand;
+  readonly dh: KernelOperand;
+  readonly carried: KernelOperand;
+  readonly grad: KernelOperand;
+  readonly gates: KernelOperand;
+  readonly hiddenGates: KernelOperand | null;
+}
+
+/** A kernel that runs a layer's backward pass through time (operands validated and sized by the caller). */
+export type RnnBackwardKernel = (
+  params: RnnBackwardParams,
+  operands: RnnBackwardOperands,
+  settings: ComputeSettings,
+) => void;
+
+/**
+ * The backward pass through time as the composition that defines it: W_hh packed once (`packed`), then from
+ * the last step to the first one backward `cell` call (gate gradients of step t, dc or the z path carried
+ * in place) and the product dh = dgates_t·W_hh (the hidden side's for the GRU). `scratch` as for
+ * `composedRnnForward`. The native `zt_rnn_backward_f32` makes the same calls, so the same bits.
+ */
+export function composedRnnBackward(
+  cell: RnnCellKernel,
+  packed: PackedMatMulKernel,
+  scratch: (elements: number) => KernelOperand & Disposable,
+): RnnBackwardKernel {
+  return (params, o, settings) => {
+    const { op, batch: n, steps, hidden: h } = params;
+    const lstm = op === RnnCellOp.LstmBackward;
+    const g = (lstm ? 4 : 3) * h;
+    using weight = scratch(packed.packedSize(g, h, settings));
+    packed.pack(g, h, weight, o.weightHh, settings);
+    const cells = n * steps * h;
+    const dh = rowsAt(o.dh, 0, h);
+    const cellParams = (t: number): RnnCellParams => ({
+      op,
+      batch: n,
+      hidden: h,
+      hasBias: false,
+      hasInputBias: false,
+      save: false,
+      strides: [steps * h, steps * g, t === 0 || lstm ? h : steps * h],
+    });
+    for (let t = steps - 1; t >= 0; t--) {
+      const act = rowsAt(o.saved, t * n * 4 * h, 4 * h);
+      const gradH = rowsAt(o.grad, t * h, steps * h);
+      const dGates = rowsAt(o.gates, t * g, steps * g);
+      let dHidden = dGates;
+      if (lstm) {
+        const cPrev = t === 0 ? rowsAt(o.initial, 0, h) : rowsAt(o.states, cells + (t - 1) * n * h, h);
+        const cT = rowsAt(o.states, cells + t * n * h, h);
+        const gradC = rowsAt(o.grad, cells + t * n * h, h);
+        cell(cellParams(t), [act, cT, cPrev, dh, gradH, gradC, rowsAt(o.carried, 0, h), dGates], settings);
+      } else {
+        const hPrev = t === 0 ? rowsAt(o.initial, 0, h) : rowsAt(o.states, (t - 1) * h, steps * h);
+        dHidden = rowsAt(o.hiddenGates!, t * g, steps * g);
+        const operands = [act, hPrev, dh, rowsAt(o.carried, 0, h), gradH, dGates, dHidden, dHidden];
+        cell(cellParams(t), operands, settings);
+      }
+      packed.multiply(n, h, g, dh, dHidden, weight, settings);
+    }
+  };
+}
+
+/** A zero-filled f32 buffer of the reference kernels (no native memory). */
+function referenceScratch(elements: number): KernelOperand & Disposable {
+  return {
+    pointer: null as unknown as NativePointer,
+    data: new Float32Array(elements),
+    offset: 0,
+    strides: [1],
+    [Symbol.dispose]: () => {},
+  };
+}
+
+/** The reference backward pass: `composedRnnBackward` over the reference cell and packed product. */
+export const referenceRnnBackward: RnnBackwardKernel = composedRnnBackward(
+  referenceRnnCell,
+  referencePackedMatMul,
+  referenceScratch,
+);
+
+/** The native backward pass (`zt_rnn_backward_f32`, zig/kernels/rnn.zig `backwardF32`). */
+export const nativeRnnBackward: RnnBackwardKernel = (params, o, settings) => {
+  const rest = [o.saved, o.states, o.initial, o.dh, o.carried, o.grad, o.gates, o.hiddenGates ?? o.gates];
+  args.op(params.op, MODE_CODE[settings.mode], settings.threads)
+    .int(0, params.batch)
+    .int(1, params.steps)
+    .int(2, params.hidden)
+    .operand(0, o.weightHh.offset, o.weightHh.strides);
+  rest.forEach((operand, k) => args.int(3 + k, operand.offset));
+  const p = [o.weightHh, ...rest].map((operand) => operand.pointer);
+  const status = native.zt_rnn_backward_f32(
+    args.pointer,
+    p[0],
+    p[1],
+    p[2],
+    p[3],
+    p[4],
+    p[5],
+    p[6],
+    p[7],
+    p[8],
+  );
+  if (status !== Status.ok) {
+    throw new RangeError(
+      `${params.op === RnnCellOp.LstmBackward ? "lstm" : "gru"} backward: out of native memory for the ` +
+        `packed weight of a layer with hidden size ${params.hidden}`,
+    );
+  }
+};
+
+/** The reference forward pass: `composedRnnForward` over the reference cell and packed product. */
+export const referenceRnnForward: RnnForwardKernel = composedRnnForward(
+  referenceRnnCell,
+  referencePackedMatMul,
+  referenceScratch,
+);
+
+/** The native forward pass (`zt_rnn_forward_f32`, zig/kernels/rnn.zig `forwardF32`). */
+export const nativeRnnForward: RnnForwardKernel = (params, o, settings) => {
+  const flags = (o.biasHh !== null ? 1 : 0) | (o.saved !== null ? 2 : 0) | (o.biasIh !== null ? 4 : 0);
+  const unused = o.x;
+  const rest = [o.h0, o.c0 ?? unused, o.out, o.saved ?? unused, o.biasHh ?? unused, o.biasIh ?? unused];
+  args.op(params.op, MODE_CODE[settings.mode], settings.threads)
+    .int(0, params.batch)
+    .int(1, params.steps)
+    .int(2, params.input)
+    .int(3, params.hidden)
+    .int(4, flags)
+    .operand(0, o.x.offset, o.x.strides)
+    .operand(1, o.weightIhT.offset, o.weightIhT.strides)
+    .operand(2, o.weightHhT.offset, o.weightHhT.strides);
+  rest.forEach((operand, k) => args.int(5 + k, operand.offset));
+  const p = [o.x, o.weightIhT, o.weightHhT, ...rest].map((operand) => operand.pointer);
+  const status = native.zt_rnn_forward_f32(
+    args.pointer,
+    p[0],
+    p[1],
+    p[2],
+    p[3],
+    p[4],
+    p[5],
+    p[6],
+    p[7],
+    p[8],
+  );
+  if (status !== Status.ok) {
+    throw new RangeError(
+      `${
+        params.op === RnnCellOp.LstmForward ? "lstm" : "gru"
+      }: out of native memory for the packed weights ` +
+        `of a layer with input size ${params.input} and hidden size ${params.hidden}`,
+    );
   }
 };

@@ -23,7 +23,14 @@ import { nativeIndexAdd, referenceIndexAdd } from "./scatter.ts";
 import { nativeIndex, referenceIndex } from "./indexing.ts";
 import { nativeCtc, referenceCtc } from "./ctc.ts";
 import { nativeNll, referenceNll } from "./nll.ts";
-import { nativeRnnCell, referenceRnnCell } from "./rnn.ts";
+import {
+  nativeRnnBackward,
+  nativeRnnCell,
+  nativeRnnForward,
+  referenceRnnBackward,
+  referenceRnnCell,
+  referenceRnnForward,
+} from "./rnn.ts";
 import { nativePackedMatMul, referencePackedMatMul } from "./matmul.ts";
 import {
   nativeCol2im,
@@ -79,6 +86,8 @@ export const nativeKernels: KernelSet = {
   ctc: nativeCtc,
   nll: nativeNll,
   rnnCell: nativeRnnCell,
+  rnnForward: nativeRnnForward,
+  rnnBackward: nativeRnnBackward,
   packedMatMul: nativePackedMatMul,
   im2col: nativeIm2col,
   col2im: nativeCol2im,
@@ -124,6 +133,8 @@ export const referenceKernels: KernelSet = {
   ctc: referenceCtc,
   nll: referenceNll,
   rnnCell: referenceRnnCell,
+  rnnForward: referenceRnnForward,
+  rnnBackward: referenceRnnBackward,
   packedMatMul: referencePackedMatMul,
   im2col: referenceIm2col,
   col2im: referenceCol2im,

@@ -14,7 +14,7 @@ import { type KernelCode, type KernelCodes, kernelCodes } from "../core/op_table
 import type { OptimizerStepKernel } from "./optim.ts";
 import type { CtcKernel } from "./ctc.ts";
 import type { NllKernel } from "./nll.ts";
-import type { RnnCellKernel } from "./rnn.ts";
+import type { RnnBackwardKernel, RnnCellKernel, RnnForwardKernel } from "./rnn.ts";
 import type { PackedMatMulKernel } from "./matmul.ts";
 import type { ConvKernels } from "./conv.ts";
 import type { SelectKernel } from "./select.ts";
@@ -301,6 +301,10 @@ export interface SequenceKernels {
   readonly ctc: CtcKernel;
   /** The point-wise part of one LSTM or GRU step, forward or backward (src/kernels/rnn.ts). */
   readonly rnnCell: RnnCellKernel;
+  /** Every step of an LSTM or GRU layer's forward pass (src/kernels/rnn.ts). */
+  readonly rnnForward: RnnForwardKernel;
+  /** An LSTM or GRU layer's backward pass through time (src/kernels/rnn.ts). */
+  readonly rnnBackward: RnnBackwardKernel;
   /** Products with a weight packed once for every step (src/kernels/matmul.ts). */
   readonly packedMatMul: PackedMatMulKernel;
 }

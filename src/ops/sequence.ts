@@ -1,8 +1,8 @@
 /**
- * Sequence operators: single-layer LSTM and GRU (batch-first, PyTorch's gate order and weight shapes), one
- * matrix product for every step's input projection, then per step one product and one call of the fused cell
- * kernel (`src/kernels/rnn.ts`, `zig/kernels/rnn.zig`), with records of their own whose rules run backward
- * through time natively in the same way; and the
+ * Sequence operators: single-layer LSTM and GRU (batch-first, PyTorch's gate order and weight shapes), the
+ * whole forward pass in one kernel call that runs per step two products and the fused cell
+ * (`src/kernels/rnn.ts`, `zig/kernels/rnn.zig`), with records of their own whose rules run backward through
+ * time with one cell kernel call and one product per step; and the
  * CTC loss, computed by the forward-backward algorithm in f64 by one kernel call (`src/kernels/ctc.ts`,
  * `zig/kernels/ctc.zig`) with a record of its own.
  *
@@ -18,12 +18,10 @@ import {
   dtypeOf,
   isContiguousOf,
   isTensor,
-  offsetOf,
   operandOf,
   rankOf,
   shapeOf,
   sizeOf,
-  stridesOf,
   Tensor,
 } from "../tensor.ts";
 import { tidy } from "../memory/scope.ts";
@@ -37,8 +35,7 @@ import { cast, clone, contiguous } from "./copy.ts";
 import { sum } from "./reduce.ts";
 import { computeSettings, GradMode, kernels } from "../context.ts";
 import { type CtcParams, ctcWorkspace } from "../kernels/ctc.ts";
-import { RnnCellOp, type RnnCellParams } from "../kernels/rnn.ts";
-import type { KernelOperand } from "../kernels/types.ts";
+import { RnnCellOp, type RnnForwardParams } from "../kernels/rnn.ts";
 
 /** The parameters of one recurrent layer, PyTorch's `weight_ih_l0` and friends (gates stacked on axis 0). */
 export interface RnnWeights {
@@ -128,45 +125,6 @@ function initialState(op: string, state: Tensor | undefined, n: number, hidden: 
   return GradMode.noGrad(() => clone(select(state, 0, 0)));
 }
 
-/** A kernel operand over `t`'s storage, `offset` elements past `t`'s start, with rows `stride` apart. */
-function rowsOf(op: string, t: Tensor, offset: number, stride: number): KernelOperand {
-  return operandOf(t, op, [stride, 1], offsetOf(t) + offset);
-}
-
-/** Every step's product with one weight, from a copy the kernel set packed once (`packedWeight`). */
-interface PackedWeight extends Disposable {
-  /** out [M, N] = a [M, K] · the weight, each operand as strided rows. */
-  multiply(out: KernelOperand, a: KernelOperand, m: number): void;
-}
-
-/**
- * Packs b [K, N] (a view of a weight, any strides) once for the products of every time step
- * (src/kernels/matmul.ts `PackedMatMulKernel`): the GEMM then never packs it again. The packed copy is a
- * tensor no scope tracks, freed by `dispose`.
- */
-function packedWeight(op: string, b: Tensor): PackedWeight {
-  const [k, n] = shapeOf(b);
-  const set = kernels().packedMatMul;
-  const settings = computeSettings();
-  // An empty weight (H = 0) has nothing to pack and empty products.
-  const empty = k === 0 || n === 0;
-  const packed = allocate(op, [empty ? 0 : set.packedSize(k, n, settings)], DType.F32, false);
-  const store = operandOf(packed, op);
-  if (!empty) set.pack(k, n, store, operandOf(b, op), settings);
-  return {
-    multiply: (out, a, m) => {
-      if (!empty && m > 0) set.multiply(m, n, k, out, a, store, settings);
-    },
-    [Symbol.dispose]: () => packed.dispose(),
-  };
-}
-
-/** One call of the cell kernel over the given operands (`operands[0]` fills the unused slots). */
-function cell(params: RnnCellParams, operands: readonly (KernelOperand | null)[]): void {
-  const filled = Array.from({ length: 8 }, (_, k) => operands[k] ?? operands[0]!);
-  kernels().rnnCell(params, filled, computeSettings());
-}
-
 /** The checked geometry and operands of a layer. */
 interface Layer {
   readonly op: "lstm" | "gru";
@@ -180,10 +138,10 @@ interface Layer {
 }
 
 /**
- * The time loop of a forward pass: the input projection x·W_ihᵀ (the cell adds b_ih; per step on one thread,
- * else of every step at once), then per step one product h·W_hhᵀ and one cell kernel call, which writes
- * the step's h into `output` [N, T, H] (and, for the LSTM, c into [T, N, H] from element `cells` of the same
- * buffer) and its activations into `saved` [T, N, 4H] when recording.
+ * The forward pass, every step in one call of the forward kernel (src/kernels/rnn.ts `RnnForwardKernel`):
+ * per step the input projection x_t·W_ihᵀ, the product h·W_hhᵀ and the fused cell, which writes the step's
+ * h into `output` [N, T, H] (and, for the LSTM, c into [T, N, H] from element `cells` of the same buffer)
+ * and its activations into `saved` [T, N, 4H] when recording.
  */
 function forwardLoop(
   layer: Layer,
@@ -191,27 +149,9 @@ function forwardLoop(
   h0: Tensor,
   c0: Tensor | null,
   output: Tensor,
-  cells: number,
   saved: Tensor | null,
 ) {
-  const { op, gates, n, steps, hidden: h, weights } = layer;
-  const g = gates * h;
-  const kind = op === "lstm" ? RnnCellOp.LstmForward : RnnCellOp.GruForward;
-  // b_ih is added by the cell kernel, as linear would add it; W_hhᵀ is packed once for every step. On one
-  // thread each step projects its own inputs x[:, t] with a packed W_ihᵀ just before its cell reads them:
-  // the rows are then still in cache (a projection of every step at once leaves megabytes that the cells
-  // wait to fetch again), and that product stores into cache too. On more threads the projection of every
-  // step is one product, split across them once rather than once per step. Each element is the same sum
-  // either way. (An empty input, I = 0, projects to zeros, which the products never write.)
-  const perStep = computeSettings().threads === 1;
-  const [sn, st, si] = stridesOf(x);
-  using weightIhT = perStep ? packedWeight(op, transpose(weights.weightIh, 0, 1)) : null;
-  using projected = perStep
-    ? allocate(op, [n, g], DType.F32, shapeOf(x)[2] === 0)
-    : GradMode.noGrad(() => matmul(x, transpose(weights.weightIh, 0, 1)));
-  using hh = allocate(op, [n, g], DType.F32, false);
-  const hhRows = operandOf(hh, op);
-  using weightHhT = packedWeight(op, transpose(weights.weightHh, 0, 1));
+  const { op, n, steps, hidden, weights } = layer;
   // The kernel reads the biases as contiguous vectors: a strided one (a flipped view) is copied first.
   using biases = new DisposableStack();
   const dense = (t: Tensor | undefined) => {
@@ -221,32 +161,24 @@ function forwardLoop(
       op,
     );
   };
-  const bias = dense(weights.biasHh);
-  const inputBias = dense(weights.biasIh);
-  const params = (t: number): RnnCellParams => ({
-    op: kind,
+  const params: RnnForwardParams = {
+    op: op === "lstm" ? RnnCellOp.LstmForward : RnnCellOp.GruForward,
     batch: n,
-    hidden: h,
-    hasBias: bias !== null,
-    hasInputBias: inputBias !== null,
-    save: saved !== null,
-    strides: [perStep ? g : steps * g, steps * h, t === 0 ? h : steps * h],
-  });
-  for (let t = 0; t < steps; t++) {
-    const hPrev = t === 0 ? rowsOf(op, h0, 0, h) : rowsOf(op, output, (t - 1) * h, steps * h);
-    weightHhT.multiply(hhRows, hPrev, n);
-    const pre = perStep ? rowsOf(op, projected, 0, g) : rowsOf(op, projected, t * g, steps * g);
-    weightIhT?.multiply(pre, operandOf(x, op, [sn, si], offsetOf(x) + t * st), n);
-    const hOut = rowsOf(op, output, t * h, steps * h);
-    const act = saved === null ? null : rowsOf(op, saved, t * n * 4 * h, 4 * h);
-    if (op === "lstm") {
-      const cPrev = t === 0 ? rowsOf(op, c0!, 0, h) : rowsOf(op, output, cells + (t - 1) * n * h, h);
-      const cOut = rowsOf(op, output, cells + t * n * h, h);
-      cell(params(t), [pre, hhRows, bias, cPrev, hOut, cOut, act, inputBias]);
-    } else {
-      cell(params(t), [pre, hhRows, bias, hPrev, hOut, act, inputBias]);
-    }
-  }
+    steps,
+    input: shapeOf(x)[2],
+    hidden,
+  };
+  kernels().rnnForward(params, {
+    x: operandOf(x, op),
+    weightIhT: operandOf(transpose(weights.weightIh, 0, 1), op),
+    weightHhT: operandOf(transpose(weights.weightHh, 0, 1), op),
+    h0: operandOf(h0, op),
+    c0: c0 === null ? null : operandOf(c0, op),
+    out: operandOf(output, op),
+    saved: saved === null ? null : operandOf(saved, op),
+    biasHh: dense(weights.biasHh),
+    biasIh: dense(weights.biasIh),
+  }, computeSettings());
 }
 
 /** Checks a layer's operands and options and returns its geometry. */
@@ -273,9 +205,8 @@ function recordInputs(x: Tensor, w: RnnWeights, states: (Tensor | undefined)[]):
  * A single-layer LSTM over batch-first x [N, T, I], PyTorch's `nn.LSTM(batch_first=True)`: with gates
  * i, f, g, o stacked in `weightIh` [4H, I] and `weightHh` [4H, H], `c' = σ(f)·c + σ(i)·tanh(g)` and
  * `h' = σ(o)·tanh(c')`. Returns every step's `h` as `output` [N, T, H] and the final `h`, `c` as [1, N, H].
- * The input projection of all steps is one matrix product; each step is one product with `weightHh` and one
- * call of the fused cell kernel (src/kernels/rnn.ts), with the arithmetic of the element-wise composition
- * (the same bits in exact mode). `output` and the step cell states live in one buffer [N·T·H + T·N·H], the
+ * One kernel call runs every step: the products x_t·W_ihᵀ and h·W_hhᵀ, then the fused cell (src/kernels/rnn.ts),
+ * with the arithmetic of the element-wise composition (the same bits in exact mode). `output` and the step cell states live in one buffer [N·T·H + T·N·H], the
  * op's result, which records Lstm (saved: x, weightIh, weightHh, that buffer, the gates' activations
  * [T, N, 4H] and the initial states as [N, H]; attributes: which biases and states were given); `output`,
  * `h` and `c` are views of it.
@@ -304,7 +235,7 @@ export function lstm(x: Tensor, weights: RnnWeights, options?: LstmOptions): Lst
   const saved = layer.record ? allocate(op, [steps, n, 4 * hidden], DType.F32, false) : null;
   let all = newOutput(op, [2 * cells]);
   try {
-    forwardLoop(layer, x, h0, c0, all, cells, saved);
+    forwardLoop(layer, x, h0, c0, all, saved);
   } catch (error) {
     [all, saved, h0, c0].forEach((t) => t?.dispose());
     throw error;
@@ -332,10 +263,9 @@ export function lstm(x: Tensor, weights: RnnWeights, options?: LstmOptions): Lst
  * A single-layer GRU over batch-first x [N, T, I], PyTorch's `nn.GRU(batch_first=True)`: with gates r, z, n
  * stacked in `weightIh` [3H, I] and `weightHh` [3H, H], `r = σ(x_r + h_r)`, `z = σ(x_z + h_z)`,
  * `n = tanh(x_n + r·h_n)` (each `h_·` including its hidden bias) and `h' = (1 − z)·n + z·h`. Returns
- * `output` [N, T, H] and the final `h` [1, N, H]. Computed as `lstm` is: one product for the input projection,
- * then per step one product and one fused cell call; `output` records Gru (saved: x, weightIh, weightHh,
- * output, the activations r, z, n and W_hn·h + b_hn [T, N, 4H] and h0 as [N, H]; attributes: which biases
- * and state were given).
+ * `output` [N, T, H] and the final `h` [1, N, H]. Computed as `lstm` is, every step in one kernel call;
+ * `output` records Gru (saved: x, weightIh, weightHh, output, the activations r, z, n and W_hn·h + b_hn
+ * [T, N, 4H] and h0 as [N, H]; attributes: which biases and state were given).
  *
  * @example
  * ```ts
@@ -358,7 +288,7 @@ export function gru(x: Tensor, weights: RnnWeights, options?: GruOptions): GruRe
   const saved = layer.record ? allocate(op, [steps, n, 4 * hidden], DType.F32, false) : null;
   let output = newOutput(op, [n, steps, hidden]);
   try {
-    forwardLoop(layer, x, h0, null, output, 0, saved);
+    forwardLoop(layer, x, h0, null, output, saved);
   } catch (error) {
     [output, saved, h0].forEach((t) => t?.dispose());
     throw error;
@@ -423,8 +353,9 @@ function layerGradients(
 }
 
 /**
- * The Lstm rule: backward through time from the last step, one cell kernel call per step (the gate gradients
- * of step t into a stacked [N, T, 4H] buffer, dc carried in place) and one product dh = dgates_t·W_hh; then
+ * The Lstm rule: backward through time from the last step in one kernel call (`RnnBackwardKernel`: per step
+ * the cell's backward step, the gate gradients of step t into a stacked [N, T, 4H] buffer, dc carried in
+ * place, and the product dh = dgates_t·W_hh); then
  * the weight gradients over all steps at once (`layerGradients`). `g` is the gradient of the op's buffer
  * [N·T·H + T·N·H]: the output's and each step cell state's.
  */
@@ -438,30 +369,17 @@ export function lstmBackward(r: BackwardRecord<"Lstm">, g: Tensor): (Tensor | nu
   const gates = newOutput(op, [n, steps, 4 * h]);
   const dh = allocate(op, [n, h], DType.F32, true, { scoped: true });
   const dc = allocate(op, [n, h], DType.F32, true, { scoped: true });
-  const params: RnnCellParams = {
-    op: RnnCellOp.LstmBackward,
-    batch: n,
-    hidden: h,
-    hasBias: false,
-    hasInputBias: false,
-    save: false,
-    strides: [steps * h, steps * 4 * h, 0],
-  };
-  using packedHh = packedWeight(op, weightHh);
-  for (let t = steps - 1; t >= 0; t--) {
-    const dGates = rowsOf(op, gates, t * 4 * h, steps * 4 * h);
-    cell(params, [
-      rowsOf(op, saved, t * n * 4 * h, 4 * h),
-      rowsOf(op, all, cells + t * n * h, h),
-      t === 0 ? rowsOf(op, c0, 0, h) : rowsOf(op, all, cells + (t - 1) * n * h, h),
-      operandOf(dh, op),
-      rowsOf(op, grad, t * h, steps * h),
-      rowsOf(op, grad, cells + t * n * h, h),
-      operandOf(dc, op),
-      dGates,
-    ]);
-    packedHh.multiply(operandOf(dh, op), dGates, n);
-  }
+  kernels().rnnBackward({ op: RnnCellOp.LstmBackward, batch: n, steps, hidden: h }, {
+    weightHh: operandOf(weightHh, op),
+    saved: operandOf(saved, op),
+    states: operandOf(all, op),
+    initial: operandOf(c0, op),
+    dh: operandOf(dh, op),
+    carried: operandOf(dc, op),
+    grad: operandOf(grad, op),
+    gates: operandOf(gates, op),
+    hiddenGates: null,
+  }, computeSettings());
   const output = reshape(slice(all, 0, 0, cells), [n, steps, h]);
   return layerGradients(r, output, gates, gates, [dh, dc]);
 }
@@ -480,29 +398,17 @@ export function gruBackward(r: BackwardRecord<"Gru">, g: Tensor): (Tensor | null
   const [dIh, dHh] = [0, 1].map(() => newOutput(op, [n, steps, 3 * h]));
   const dh = allocate(op, [n, h], DType.F32, true, { scoped: true });
   const dz = allocate(op, [n, h], DType.F32, true, { scoped: true });
-  using packedHh = packedWeight(op, weightHh);
-  for (let t = steps - 1; t >= 0; t--) {
-    const params: RnnCellParams = {
-      op: RnnCellOp.GruBackward,
-      batch: n,
-      hidden: h,
-      hasBias: false,
-      hasInputBias: false,
-      save: false,
-      strides: [steps * h, steps * 3 * h, t === 0 ? h : steps * h],
-    };
-    const dGates = rowsOf(op, dHh, t * 3 * h, steps * 3 * h);
-    cell(params, [
-      rowsOf(op, saved, t * n * 4 * h, 4 * h),
-      t === 0 ? rowsOf(op, h0, 0, h) : rowsOf(op, output, (t - 1) * h, steps * h),
-      operandOf(dh, op),
-      operandOf(dz, op),
-      rowsOf(op, grad, t * h, steps * h),
-      rowsOf(op, dIh, t * 3 * h, steps * 3 * h),
-      dGates,
-    ]);
-    packedHh.multiply(operandOf(dh, op), dGates, n);
-  }
+  kernels().rnnBackward({ op: RnnCellOp.GruBackward, batch: n, steps, hidden: h }, {
+    weightHh: operandOf(weightHh, op),
+    saved: operandOf(saved, op),
+    states: operandOf(output, op),
+    initial: operandOf(h0, op),
+    dh: operandOf(dh, op),
+    carried: operandOf(dz, op),
+    grad: operandOf(grad, op),
+    gates: operandOf(dIh, op),
+    hiddenGates: operandOf(dHh, op),
+  }, computeSettings());
   return layerGradients(r, output, dIh, dHh, [add(dh, dz)]);
 }
 

@@ -6,7 +6,16 @@
 // and 4 threads; fast mode is within `RNN_FAST_BOUND`. The exact results are hashed to compare ISAs.
 import { referenceKernels, Tensor } from "../../mod.ts";
 import { nativeKernels } from "../../src/kernels/sets.ts";
-import { RnnCellOp, type RnnCellParams } from "../../src/kernels/rnn.ts";
+import {
+  composedRnnBackward,
+  composedRnnForward,
+  type RnnBackwardOperands,
+  type RnnBackwardParams,
+  RnnCellOp,
+  type RnnCellParams,
+  type RnnForwardOperands,
+  type RnnForwardParams,
+} from "../../src/kernels/rnn.ts";
 import type { ComputeSettings, KernelOperand } from "../../src/kernels/types.ts";
 import { operandOf } from "../../src/tensor.ts";
 
@@ -115,6 +124,229 @@ export function rnnConformanceRun(seed: number, count: number): RnnReport {
       const bits = new Uint32Array(new Float32Array([v]).buffer)[0];
       report.exactHash = Math.imul(report.exactHash ^ bits, 0x01000193) >>> 0;
     });
+  }
+  return report;
+}
+
+/** Allowed |native − reference| / (1 + |reference|) of a whole layer (up to 4 steps), exact mode. */
+export const RNN_LAYER_EXACT_BOUND = 2 ** -17;
+/** The same in fast mode. */
+export const RNN_LAYER_FAST_BOUND = 2 ** -14;
+
+export interface RnnLayerReport extends RnnReport {
+  /** Cases whose products were big enough to split the batch across threads. */
+  threaded: number;
+}
+
+/**
+ * An operand over a flat buffer: its offset, its strides, the elements it spans from the offset and the
+ * scale of its random values (a weight's 1/√K keeps sums near 1, as trained weights do).
+ */
+type Layout = readonly [number, readonly number[], number, number?];
+
+/** A zero-filled scratch buffer for the compositions over native kernels. */
+function nativeScratch(elements: number): KernelOperand & Disposable {
+  const t = Tensor.zeros([Math.max(elements, 1)]);
+  const o = operandOf(t, "rnn conformance");
+  return {
+    get pointer() {
+      return o.pointer;
+    },
+    get data() {
+      return o.data;
+    },
+    offset: 0,
+    strides: [1],
+    [Symbol.dispose]: () => t.dispose(),
+  };
+}
+
+const composedForward = composedRnnForward(nativeKernels.rnnCell, nativeKernels.packedMatMul, nativeScratch);
+const composedBackward = composedRnnBackward(
+  nativeKernels.rnnCell,
+  nativeKernels.packedMatMul,
+  nativeScratch,
+);
+
+/** One layer's operands (null: not given) and a kernel that runs over them in the given settings. */
+type LayerKernel<O> = (params: never, operands: O, settings: ComputeSettings) => void;
+
+/**
+ * Runs one case through every kernel: the native one in exact mode on 1 and 4 threads and in fast mode,
+ * the composition over native kernels in both modes, the reference; every element of every buffer is
+ * compared (the native kernel gives the composition's bits, the same on 1 and 4 threads, near the
+ * reference) and the exact results join the report's hash.
+ */
+function checkLayerCase<O>(
+  report: RnnLayerReport,
+  name: string,
+  spec: Record<string, Layout | null>,
+  fill: () => number,
+  params: unknown,
+  kernels: { native: LayerKernel<O>; composed: LayerKernel<O>; reference: LayerKernel<O> },
+) {
+  const fail = (message: string) => {
+    if (report.failures.length < 10) report.failures.push(message);
+  };
+  const initial = Object.values(spec).map((s) =>
+    s === null ? null : Array.from({ length: s[0] + s[2] + 2 }, () => fill() * (s[3] ?? 1))
+  );
+  const run = (kernel: LayerKernel<O>, settings: ComputeSettings) => {
+    const tensors = initial.map((v) => v === null ? null : Tensor.from(v, [v.length]));
+    const operands = Object.fromEntries(
+      Object.entries(spec).map(([key, s], k) => [
+        key,
+        s === null ? null : operandOf(tensors[k]!, "rnn conformance", s[1], s[0]),
+      ]),
+    ) as O;
+    kernel(params as never, operands, settings);
+    const out = tensors.flatMap((t) => t === null ? [] : [...(t.toArray() as Float32Array)]);
+    tensors.forEach((t) => t?.dispose());
+    return out;
+  };
+  const exact = { mode: "exact", threads: 1 } as const;
+  const fast = { mode: "fast", threads: 2 } as const;
+  const results = {
+    reference: run(kernels.reference, exact),
+    exact: run(kernels.native, exact),
+    four: run(kernels.native, { mode: "exact", threads: 4 }),
+    composedExact: run(kernels.composed, exact),
+    fast: run(kernels.native, fast),
+    composedFast: run(kernels.composed, fast),
+  };
+  report.cases++;
+  report.elements += results.reference.length;
+  const same = (a: number[], b: number[], what: string) => {
+    const j = a.findIndex((v, i) => !Object.is(v, b[i]));
+    if (j >= 0) fail(`${name} element ${j}: ${a[j]} ${what} ${b[j]}`);
+  };
+  same(results.exact, results.four, "on 1 thread, on 4");
+  same(results.exact, results.composedExact, "(exact) natively, composed");
+  same(results.fast, results.composedFast, "(fast) natively, composed");
+  for (
+    const [mode, got, bound] of [
+      ["exact", results.exact, RNN_LAYER_EXACT_BOUND],
+      ["fast", results.fast, RNN_LAYER_FAST_BOUND],
+    ] as const
+  ) {
+    got.forEach((v, j) => {
+      const r = results.reference[j];
+      const error = Math.abs(v - r) / (1 + Math.abs(r));
+      report.worst[mode] = Math.max(report.worst[mode], error);
+      if (!(error <= bound)) fail(`${name} ${mode} element ${j}: native ${v}, reference ${r}`);
+    });
+  }
+  for (const v of results.exact) {
+    const bits = new Uint32Array(new Float32Array([v]).buffer)[0];
+    report.exactHash = Math.imul(report.exactHash ^ bits, 0x01000193) >>> 0;
+  }
+}
+
+function emptyLayerReport(): RnnLayerReport {
+  return {
+    cases: 0,
+    elements: 0,
+    failures: [],
+    worst: { exact: 0, fast: 0 },
+    exactHash: 0x811c9dc5,
+    threaded: 0,
+  };
+}
+
+/**
+ * Random layers through the forward and backward kernels (`checkLayerCase`): LSTM and GRU, x and the
+ * weights in several layouts (batch- or time-major x, transposed or not weights), offsets, an empty input
+ * (I = 0), with and without the biases, c0 and the saved activations, and a quarter of the layers big
+ * enough to split the batch across threads.
+ */
+export function rnnLayerConformanceRun(seed: number, count: number): RnnLayerReport {
+  const report = emptyLayerReport();
+  const next = random(seed);
+  const int = (n: number) => Math.floor(next() * n);
+  const fill = () => next() * 2 - 1;
+  for (let c = 0; c < count; c++) {
+    const lstm = c % 2 === 0;
+    const backward = c % 4 >= 2;
+    const big = c % 16 >= 12;
+    const n = big ? 9 : 1 + int(6);
+    const steps = big ? (backward ? 4 : 2) : 1 + int(4);
+    const input = big ? 900 : int(6) === 0 ? 0 : 1 + int(7);
+    const hidden = big ? (backward ? 100 : 24) : 1 + int(20);
+    const g = (lstm ? 4 : 3) * hidden;
+    const macs = n * steps * g * (backward ? hidden : input + hidden);
+    if (macs >= 2 ** 20) report.threaded++;
+    const flat = (elements: number): Layout => [int(4), [1], elements];
+    const rows = (width: number): Layout => [int(4), [width, 1], n * width];
+    const weight = (k: number, m: number, depth: number): Layout => [
+      int(4),
+      next() < 0.5 ? [1, k] : [m, 1],
+      k * m,
+      1 / Math.sqrt(Math.max(depth, 1)),
+    ];
+    const states = (lstm ? 2 : 1) * n * steps * hidden;
+    if (!backward) {
+      const xStrides = [[steps * input, input, 1], [input, n * input, 1], [steps, 1, n * steps]][int(3)];
+      const spec: Record<string, Layout | null> = {
+        x: [int(4), xStrides, n * steps * input],
+        weightIhT: weight(input, g, input),
+        weightHhT: weight(hidden, g, hidden),
+        h0: rows(hidden),
+        c0: lstm ? rows(hidden) : null,
+        out: flat(states),
+        saved: next() < 0.5 ? flat(steps * n * 4 * hidden) : null,
+        biasHh: next() < 0.5 ? flat(g) : null,
+        biasIh: next() < 0.5 ? flat(g) : null,
+      };
+      const params: RnnForwardParams = {
+        op: lstm ? RnnCellOp.LstmForward : RnnCellOp.GruForward,
+        batch: n,
+        steps,
+        input,
+        hidden,
+      };
+      checkLayerCase<RnnForwardOperands>(
+        report,
+        `case ${c} ${JSON.stringify({ params, spec })}`,
+        spec,
+        fill,
+        params,
+        {
+          native: nativeKernels.rnnForward,
+          composed: composedForward,
+          reference: referenceKernels.rnnForward,
+        },
+      );
+    } else {
+      const spec: Record<string, Layout | null> = {
+        weightHh: weight(g, hidden, g),
+        saved: flat(steps * n * 4 * hidden),
+        states: flat(states),
+        initial: rows(hidden),
+        dh: rows(hidden),
+        carried: rows(hidden),
+        grad: flat(states),
+        gates: flat(n * steps * g),
+        hiddenGates: lstm ? null : flat(n * steps * g),
+      };
+      const params: RnnBackwardParams = {
+        op: lstm ? RnnCellOp.LstmBackward : RnnCellOp.GruBackward,
+        batch: n,
+        steps,
+        hidden,
+      };
+      checkLayerCase<RnnBackwardOperands>(
+        report,
+        `case ${c} ${JSON.stringify({ params, spec })}`,
+        spec,
+        fill,
+        params,
+        {
+          native: nativeKernels.rnnBackward,
+          composed: composedBackward,
+          reference: referenceKernels.rnnBackward,
+        },
+      );
+    }
   }
   return report;
 }

@@ -138,7 +138,7 @@ const exact_rows_chunk = 2048;
 const parallel_min_macs: u64 = 1 << 20;
 
 /// Pointer arithmetic with a signed element offset (negative strides reach below the base).
-inline fn offsetBy(comptime P: type, base: P, elems: isize) P {
+pub inline fn offsetBy(comptime P: type, base: P, elems: isize) P {
     const Elem = @typeInfo(P).pointer.child;
     const delta: usize = @bitCast(elems *% @as(isize, @sizeOf(Elem)));
     return @ptrFromInt(@intFromPtr(base) +% delta);
@@ -243,6 +243,16 @@ pub fn Gemm(comptime T: type) type {
                     multiplyBlockColumn(p.sub(m0, rows, jc, nc), ws);
                 }
             }
+        }
+
+        /// C [m, n] (rows `rs_c` apart) = A [m, k] (strides `rs_a`, `cs_a`) · a k×n B packed by `packWhole`,
+        /// on the calling thread: the sums and order of `matmulPackedF32`, so the same bits. `ws` is a
+        /// workspace sized by `workspaceBytes(m, n, k)` (its B region unused).
+        pub fn multiplyPacked(m: usize, n: usize, k: usize, a: [*]const f32, rs_a: isize, cs_a: isize, packed_b: [*]const T, c: [*]f32, rs_c: isize, ws: Workspace(T)) void {
+            var w = ws;
+            w.packed_b = packed_b;
+            w.packed_n = roundUp(n, nr);
+            multiply(.{ .m = m, .n = n, .k = k, .a = a, .rs_a = rs_a, .cs_a = cs_a, .b = a, .rs_b = 0, .cs_b = 0, .c = c, .rs_c = rs_c, .cs_c = 1 }, w);
         }
 
         /// The depth of the KC panels of a product deep `k`: at most `sizes.kc`, with the panels as equal as

@@ -27,19 +27,25 @@ const std = @import("std");
 const abi = @import("../abi.zig");
 const table = @import("table.zig");
 const math = @import("math.zig");
+const gemm = @import("gemm.zig");
 /// The full vector width of the variant (zmm on AVX-512, where `elementwise.zig`'s suggested width is a
 /// ymm): the gates' sigmoid and tanh are most of a step's point-wise time.
-const lanes = @import("gemm.zig").vector_bytes / @sizeOf(f32);
+const lanes = gemm.vector_bytes / @sizeOf(f32);
 
 /// One step of a recurrent cell; see the file comment for the argument block and the operands.
 pub const CellFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [8][*]f32) callconv(.c) void;
 
+/// The time loop of one layer, forward (`forwardF32`) or backward (`backwardF32`). Returns an `abi.Status`.
+pub const LoopFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) callconv(.c) i32;
+
 /// This family's entries in the kernel table.
 pub const Table = extern struct {
     cell_f32: CellFn,
+    forward_f32: LoopFn,
+    backward_f32: LoopFn,
 };
 
-pub const table_entries: Table = .{ .cell_f32 = cellF32 };
+pub const table_entries: Table = .{ .cell_f32 = cellF32, .forward_f32 = forwardF32, .backward_f32 = backwardF32 };
 
 fn F32(comptime n: usize) type {
     return @Vector(n, f32);
@@ -257,6 +263,293 @@ fn cellF32(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const
     const wanted = @max(1, @min(u(@max(args.threads, 1)), c.batch * c.hidden / 256));
     const threads: u32 = @intCast(@min(wanted, c.batch));
     rt.parallelFor(@ptrCast(&c), @intCast(c.batch), threads, if (args.mode == 1) Job.exact else Job.fast);
+}
+
+/// Rows of the batch below which a row group is not worth a thread of its own: the products of fewer rows
+/// read all of both packed weights per step for too little arithmetic.
+const min_group_rows = 4;
+
+/// The whole forward pass of one LSTM (op 0) or GRU (op 2) layer over batch-first x [N, T, I]: for each step
+/// t, pre = x_t·W_ihᵀ and hh = h_{t-1}·W_hhᵀ from weights packed once per call, then the step's cell (the
+/// operands of the file comment). These are the calls `composedRnnForward` (src/kernels/rnn.ts) makes
+/// through the packed-product and cell kernels, so the results are their bits. Batch rows never meet
+/// through time, so threads split the batch into row groups that each run every step alone: one parallel
+/// call per sequence, no wait between steps.
+///
+/// Argument block: op, mode, threads; ints[0..4] = N, T, I, H (N, T, H ≥ 1); ints[4] the flags of
+/// `cellF32` (bit 0 b_hh, bit 1 save, bit 2 b_ih); ints[5..11] the element offsets of h0, c0, out, saved,
+/// b_hh, b_ih; operand 0 x (offset, strides over N, T, I), operand 1 W_ihᵀ [I, G·H] and operand 2 W_hhᵀ
+/// [H, G·H] (offsets, strides). Pointers: 0 x, 1 W_ih, 2 W_hh, 3 h0 [N, H], 4 c0 [N, H] (LSTM), 5 out: h
+/// [N, T, H], then for the LSTM c [T, N, H] from element N·T·H, 6 saved [T, N, 4H] (when saving), 7 b_hh,
+/// 8 b_ih (when given); an unused one may be any valid address. Returns `Status.out_of_memory`, having
+/// written nothing, when the packed weights and per-group buffers cannot be allocated.
+fn forwardF32(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) callconv(.c) i32 {
+    std.debug.assert(args.op == 0 or args.op == 2);
+    for (args.ints[0..11]) |v| std.debug.assert(v >= 0);
+    return if (args.mode == 1) Forward(f64).run(rt, args, operands) else Forward(f32).run(rt, args, operands);
+}
+
+fn Forward(comptime T: type) type {
+    return struct {
+        const G = gemm.Gemm(T);
+        const Self = @This();
+        lstm: bool,
+        n: usize,
+        steps: usize,
+        in: usize,
+        hidden: usize,
+        flags: i32,
+        x: [*]const f32,
+        /// x's strides over N, T, I.
+        xs: [3]isize,
+        packed_ih: [*]const T,
+        packed_hh: [*]const T,
+        /// h0, c0, out, saved, b_hh, b_ih at their offsets.
+        p: [6][*]f32,
+        group_rows: usize,
+        ws_bytes: [3]usize,
+        group_bytes: usize,
+        groups: [*]u8,
+
+        fn u(v: i32) usize {
+            return @intCast(v);
+        }
+
+        fn width(s: *const Self) usize {
+            return (if (s.lstm) @as(usize, 4) else 3) * s.hidden;
+        }
+
+        fn run(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) i32 {
+            var s: Self = .{
+                .lstm = args.op == 0,
+                .n = u(args.ints[0]),
+                .steps = u(args.ints[1]),
+                .in = u(args.ints[2]),
+                .hidden = u(args.ints[3]),
+                .flags = args.ints[4],
+                .x = offset(operands[0], args.operands[0].offset),
+                .xs = .{ args.operands[0].strides[0], args.operands[0].strides[1], args.operands[0].strides[2] },
+                .packed_ih = undefined,
+                .packed_hh = undefined,
+                .p = undefined,
+                .group_rows = undefined,
+                .ws_bytes = undefined,
+                .group_bytes = undefined,
+                .groups = undefined,
+            };
+            for (0..6) |k| s.p[k] = operands[3 + k] + u(args.ints[5 + k]);
+            const gh = s.width();
+            const macs = @as(u64, s.n) *| s.steps *| gh *| (s.in + s.hidden);
+            s.group_rows = groupRows(s.n, macs, args.threads);
+            const tasks = ceilDiv(s.n, s.group_rows);
+            s.ws_bytes = G.workspaceBytes(s.group_rows, gh, @max(s.in, s.hidden));
+            s.ws_bytes[1] = 0;
+            // Each group's pre and hh, [rows, G·H] each, after its workspace.
+            s.group_bytes = s.ws_bytes[0] + s.ws_bytes[2] + gemm.roundUp(2 * s.group_rows * gh * @sizeOf(f32), 64);
+            const ih_bytes = gemm.roundUp(G.packedElems(s.in, gh) * @sizeOf(T), 64);
+            const hh_bytes = G.packedElems(s.hidden, gh) * @sizeOf(T);
+            const lease = gemm.WorkspaceCache.acquire(ih_bytes + hh_bytes + tasks * s.group_bytes) orelse
+                return @intFromEnum(abi.Status.out_of_memory);
+            defer gemm.WorkspaceCache.release(lease);
+            const ih: [*]T = @ptrCast(@alignCast(lease.memory));
+            const hh: [*]T = @ptrCast(@alignCast(lease.memory + ih_bytes));
+            const w = args.operands;
+            if (s.in > 0) G.packWhole(s.in, gh, offset(operands[1], w[1].offset), w[1].strides[0], w[1].strides[1], ih);
+            G.packWhole(s.hidden, gh, offset(operands[2], w[2].offset), w[2].strides[0], w[2].strides[1], hh);
+            s.packed_ih = ih;
+            s.packed_hh = hh;
+            s.groups = lease.memory + ih_bytes + hh_bytes;
+            if (tasks == 1) {
+                group(&s, 0);
+            } else {
+                rt.parallelFor(&s, @intCast(tasks), @intCast(tasks), group);
+            }
+            return @intFromEnum(abi.Status.ok);
+        }
+
+        /// Every step of the rows of group `task`.
+        fn group(context: *anyopaque, task: u32) callconv(.c) void {
+            const s: *const Self = @ptrCast(@alignCast(context));
+            const r0 = task * s.group_rows;
+            const rows = @min(s.group_rows, s.n - r0);
+            const gh = s.width();
+            const h = s.hidden;
+            const t_h = s.steps * h;
+            const base = s.groups + task * s.group_bytes;
+            const ws = G.workspaceAt(base, s.ws_bytes, gh);
+            const pre: [*]f32 = @ptrCast(@alignCast(base + s.ws_bytes[0] + s.ws_bytes[2]));
+            const hh = pre + rows * gh;
+            // An empty input (I = 0) projects to zeros, which no product writes.
+            if (s.in == 0) @memset(pre[0 .. rows * gh], 0);
+            const h0, const c0, const out, const saved, const b_hh, const b_ih = s.p;
+            const cells = out + s.n * t_h;
+            for (0..s.steps) |t| {
+                if (s.in > 0) {
+                    const x_t = gemm.offsetBy([*]const f32, s.x, @as(isize, @intCast(r0)) * s.xs[0] + @as(isize, @intCast(t)) * s.xs[1]);
+                    G.multiplyPacked(rows, gh, s.in, x_t, s.xs[0], s.xs[2], s.packed_ih, pre, @intCast(gh), ws);
+                }
+                const h_prev = if (t == 0) h0 + r0 * h else out + r0 * t_h + (t - 1) * h;
+                const h_prev_stride = if (t == 0) h else t_h;
+                G.multiplyPacked(rows, gh, h, h_prev, @intCast(h_prev_stride), 1, s.packed_hh, hh, @intCast(gh), ws);
+                const h_out = out + r0 * t_h + t * h;
+                const act = saved + (t * s.n + r0) * 4 * h;
+                var c: Cell = .{
+                    .op = if (s.lstm) 0 else 2,
+                    .batch = rows,
+                    .hidden = h,
+                    .bias = s.flags & 1 != 0,
+                    .save = s.flags & 2 != 0,
+                    .input_bias = s.flags & 4 != 0,
+                    .strides = .{ gh, t_h, h_prev_stride },
+                    .p = undefined,
+                };
+                if (s.lstm) {
+                    const c_prev = if (t == 0) c0 + r0 * h else cells + ((t - 1) * s.n + r0) * h;
+                    c.p = .{ pre, hh, b_hh, c_prev, h_out, cells + (t * s.n + r0) * h, act, b_ih };
+                } else {
+                    c.p = .{ pre, hh, b_hh, h_prev, h_out, act, b_ih, b_ih };
+                }
+                for (0..rows) |r| c.row(T == f64, r);
+            }
+        }
+
+        fn offset(p: [*]f32, elems: i32) [*]f32 {
+            return p + u(elems);
+        }
+    };
+}
+
+/// The backward pass through time of one LSTM (op 1) or GRU (op 3) layer, from the last step to the first:
+/// per step the cell's backward step (the operands of the file comment) and dh = dgates_t·W_hh (the hidden
+/// side's for the GRU) from W_hh packed once per call, the calls `src/ops/sequence.ts` made one by one before
+/// (so the same bits). Threads split the batch into row groups as `forwardF32` does.
+///
+/// Argument block: op, mode, threads; ints[0..3] = N, T, H (all ≥ 1); ints[3..11] the element offsets of
+/// pointers 1 to 8; operand 0 W_hh [G·H, H] (offset, strides). Pointers: 0 W_hh, 1 saved [T, N, 4H], 2 the
+/// states: for the LSTM the op's buffer (h [N, T, H], then c [T, N, H]), for the GRU its output [N, T, H],
+/// 3 the initial state [N, H] (c0 for the LSTM, h0 for the GRU), 4 dh [N, H] (zeros in, the gradient of h0
+/// out), 5 [N, H]: the LSTM's dc, the GRU's dh along the z path (zeros in, the last step's out), 6 the
+/// gradient of the op's output (the LSTM's buffer, the GRU's [N, T, H]), 7 the gate gradients [N, T, G·H]
+/// (the GRU's input side), 8 the GRU's hidden-side gate gradients [N, T, 3H] (unused for the LSTM).
+/// Returns `Status.out_of_memory`, having written nothing, when the workspace cannot be allocated.
+fn backwardF32(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) callconv(.c) i32 {
+    std.debug.assert(args.op == 1 or args.op == 3);
+    for (args.ints[0..11]) |v| std.debug.assert(v >= 0);
+    return if (args.mode == 1) Backward(f64).run(rt, args, operands) else Backward(f32).run(rt, args, operands);
+}
+
+fn Backward(comptime T: type) type {
+    return struct {
+        const G = gemm.Gemm(T);
+        const Self = @This();
+        lstm: bool,
+        n: usize,
+        steps: usize,
+        hidden: usize,
+        packed_hh: [*]const T,
+        /// Pointers 1 to 8 at their offsets.
+        p: [8][*]f32,
+        group_rows: usize,
+        ws_bytes: [3]usize,
+        group_bytes: usize,
+        groups: [*]u8,
+
+        fn run(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) i32 {
+            const u = struct {
+                fn of(v: i32) usize {
+                    return @intCast(v);
+                }
+            }.of;
+            var s: Self = .{
+                .lstm = args.op == 1,
+                .n = u(args.ints[0]),
+                .steps = u(args.ints[1]),
+                .hidden = u(args.ints[2]),
+                .packed_hh = undefined,
+                .p = undefined,
+                .group_rows = undefined,
+                .ws_bytes = undefined,
+                .group_bytes = undefined,
+                .groups = undefined,
+            };
+            for (0..8) |k| s.p[k] = operands[1 + k] + u(args.ints[3 + k]);
+            const h = s.hidden;
+            const gh = (if (s.lstm) @as(usize, 4) else 3) * h;
+            s.group_rows = groupRows(s.n, @as(u64, s.n) *| s.steps *| gh *| h, args.threads);
+            const tasks = ceilDiv(s.n, s.group_rows);
+            s.ws_bytes = G.workspaceBytes(s.group_rows, h, gh);
+            s.ws_bytes[1] = 0;
+            s.group_bytes = s.ws_bytes[0] + s.ws_bytes[2];
+            const hh_bytes = gemm.roundUp(G.packedElems(gh, h) * @sizeOf(T), 64);
+            const lease = gemm.WorkspaceCache.acquire(hh_bytes + tasks * s.group_bytes) orelse
+                return @intFromEnum(abi.Status.out_of_memory);
+            defer gemm.WorkspaceCache.release(lease);
+            const packed_hh: [*]T = @ptrCast(@alignCast(lease.memory));
+            const w = args.operands[0];
+            G.packWhole(gh, h, operands[0] + u(w.offset), w.strides[0], w.strides[1], packed_hh);
+            s.packed_hh = packed_hh;
+            s.groups = lease.memory + hh_bytes;
+            if (tasks == 1) {
+                group(&s, 0);
+            } else {
+                rt.parallelFor(&s, @intCast(tasks), @intCast(tasks), group);
+            }
+            return @intFromEnum(abi.Status.ok);
+        }
+
+        /// Every step of the rows of group `task`, last to first.
+        fn group(context: *anyopaque, task: u32) callconv(.c) void {
+            const s: *const Self = @ptrCast(@alignCast(context));
+            const r0 = task * s.group_rows;
+            const rows = @min(s.group_rows, s.n - r0);
+            const h = s.hidden;
+            const gh = (if (s.lstm) @as(usize, 4) else 3) * h;
+            const t_h = s.steps * h;
+            const ws = G.workspaceAt(s.groups + task * s.group_bytes, s.ws_bytes, h);
+            const saved, const states, const initial, const dh, const carried, const grad, const gates_a, const gates_b = s.p;
+            const cells = s.n * t_h;
+            var t = s.steps;
+            while (t > 0) {
+                t -= 1;
+                const act = saved + (t * s.n + r0) * 4 * h;
+                const grad_h = grad + r0 * t_h + t * h;
+                const d_a = gates_a + r0 * s.steps * gh + t * gh;
+                var c: Cell = .{
+                    .op = if (s.lstm) 1 else 3,
+                    .batch = rows,
+                    .hidden = h,
+                    .bias = false,
+                    .save = false,
+                    .input_bias = false,
+                    .strides = .{ t_h, s.steps * gh, if (t == 0) h else t_h },
+                    .p = undefined,
+                };
+                // The product dh = dgates·W_hh reads the hidden side's gradients.
+                var d_hh = d_a;
+                if (s.lstm) {
+                    const c_prev = if (t == 0) initial + r0 * h else states + cells + ((t - 1) * s.n + r0) * h;
+                    c.p = .{ act, states + cells + (t * s.n + r0) * h, c_prev, dh + r0 * h, grad_h, grad + cells + (t * s.n + r0) * h, carried + r0 * h, d_a };
+                } else {
+                    const h_prev = if (t == 0) initial + r0 * h else states + r0 * t_h + (t - 1) * h;
+                    d_hh = gates_b + r0 * s.steps * gh + t * gh;
+                    c.p = .{ act, h_prev, dh + r0 * h, carried + r0 * h, grad_h, d_a, d_hh, d_hh };
+                }
+                for (0..rows) |r| c.row(T == f64, r);
+                G.multiplyPacked(rows, h, gh, d_hh, @intCast(s.steps * gh), 1, s.packed_hh, dh + r0 * h, @intCast(h), ws);
+            }
+        }
+    };
+}
+
+/// Rows per group of a layer's time loop over `n` rows with `macs` multiply-adds in all: one group below
+/// about a million (as for a matmul), else a group per thread, of at least `min_group_rows` rows.
+fn groupRows(n: usize, macs: u64, threads: i32) usize {
+    const wanted = if (macs < 1 << 20) 1 else @min(@as(usize, @intCast(@max(threads, 1))), ceilDiv(n, min_group_rows));
+    return ceilDiv(n, @max(wanted, 1));
+}
+
+fn ceilDiv(x: usize, y: usize) usize {
+    return (x + y - 1) / y;
 }
 
 // --- tests ---
