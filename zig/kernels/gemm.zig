@@ -456,11 +456,19 @@ pub fn Gemm(comptime T: type) type {
         /// NR), its NR-column panels kc·NR apart, so that any NR-aligned column range of any NC block is
         /// one contiguous run of panels.
         pub fn packWhole(k: usize, n: usize, b: [*]const f32, rs: isize, cs: isize, dst: [*]T) void {
+            packWholeColumns(k, n, 0, n, b, rs, cs, dst);
+        }
+
+        /// Columns j0..j1 of `packWhole`'s layout (j0 a multiple of NR; j1 too, or n): the values it writes
+        /// there, so that ranges packed apart (on different threads) make the whole.
+        pub fn packWholeColumns(k: usize, n: usize, j0: usize, j1: usize, b: [*]const f32, rs: isize, cs: isize, dst: [*]T) void {
+            std.debug.assert(j0 % nr == 0 and (j1 % nr == 0 or j1 == n) and j0 < j1 and j1 <= n);
             const depth = panelDepth(k);
             var pc: usize = 0;
             while (pc < k) : (pc += depth) {
                 const kc = @min(depth, k - pc);
-                packB(kc, n, offsetBy([*]const f32, b, @as(isize, @intCast(pc)) * rs), rs, cs, dst + pc * roundUp(n, nr));
+                const src = offsetBy([*]const f32, b, @as(isize, @intCast(pc)) * rs + @as(isize, @intCast(j0)) * cs);
+                packB(kc, j1 - j0, src, rs, cs, dst + pc * roundUp(n, nr) + j0 * kc);
             }
         }
 

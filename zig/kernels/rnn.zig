@@ -354,8 +354,11 @@ fn Forward(comptime T: type) type {
             const ih: [*]T = @ptrCast(@alignCast(lease.memory));
             const hh: [*]T = @ptrCast(@alignCast(lease.memory + ih_bytes));
             const w = args.operands;
-            if (s.in > 0) G.packWhole(s.in, gh, offset(operands[1], w[1].offset), w[1].strides[0], w[1].strides[1], ih);
-            G.packWhole(s.hidden, gh, offset(operands[2], w[2].offset), w[2].strides[0], w[2].strides[1], hh);
+            var packing: Packing(T) = .{ .weights = .{
+                .{ .k = s.in, .n = gh, .src = offset(operands[1], w[1].offset), .rs = w[1].strides[0], .cs = w[1].strides[1], .dst = ih },
+                .{ .k = s.hidden, .n = gh, .src = offset(operands[2], w[2].offset), .rs = w[2].strides[0], .cs = w[2].strides[1], .dst = hh },
+            } };
+            packing.run(rt, tasks);
             s.packed_ih = ih;
             s.packed_hh = hh;
             s.groups = lease.memory + ih_bytes + hh_bytes;
@@ -486,7 +489,9 @@ fn Backward(comptime T: type) type {
             defer gemm.WorkspaceCache.release(lease);
             const packed_hh: [*]T = @ptrCast(@alignCast(lease.memory));
             const w = args.operands[0];
-            G.packWhole(gh, h, operands[0] + u(w.offset), w.strides[0], w.strides[1], packed_hh);
+            const weight: Packing(T).Weight = .{ .k = gh, .n = h, .src = operands[0] + u(w.offset), .rs = w.strides[0], .cs = w.strides[1], .dst = packed_hh };
+            var packing: Packing(T) = .{ .weights = .{ weight, .{ .k = 0, .n = h, .src = weight.src, .rs = 0, .cs = 0, .dst = packed_hh } } };
+            packing.run(rt, tasks);
             s.packed_hh = packed_hh;
             s.groups = lease.memory + hh_bytes;
             if (tasks == 1) {
@@ -536,6 +541,38 @@ fn Backward(comptime T: type) type {
                 }
                 for (0..rows) |r| c.row(T == f64, r);
                 G.multiplyPacked(rows, h, gh, d_hh, @intCast(s.steps * gh), 1, s.packed_hh, dh + r0 * h, @intCast(h), ws);
+            }
+        }
+    };
+}
+
+/// Packs a layer's weights for its products (`Gemm.packWhole`), split by column panels across the threads
+/// that the time loop will use (packing is a few percent of a forward pass). A weight with k = 0 is skipped.
+fn Packing(comptime T: type) type {
+    return struct {
+        const G = gemm.Gemm(T);
+        const Weight = struct { k: usize, n: usize, src: [*]const f32, rs: isize, cs: isize, dst: [*]T };
+        weights: [2]Weight,
+        tasks: usize = 1,
+
+        fn run(p: *@This(), rt: *const table.Runtime, tasks: usize) void {
+            p.tasks = tasks;
+            if (tasks == 1) {
+                task(p, 0);
+            } else {
+                rt.parallelFor(p, @intCast(tasks), @intCast(tasks), task);
+            }
+        }
+
+        /// Task `i`'s share of each weight's columns, in whole panels.
+        fn task(context: *anyopaque, i: u32) callconv(.c) void {
+            const p: *const @This() = @ptrCast(@alignCast(context));
+            for (p.weights) |w| {
+                if (w.k == 0) continue;
+                const step = gemm.roundUp(ceilDiv(w.n, p.tasks), G.nr);
+                const j0 = i * step;
+                if (j0 >= w.n) continue;
+                G.packWholeColumns(w.k, w.n, j0, @min(w.n, j0 + step), w.src, w.rs, w.cs, w.dst);
             }
         }
     };
