@@ -33,8 +33,10 @@ const abi = @import("../abi.zig");
 const table = @import("table.zig");
 const ew = @import("elementwise.zig");
 
-const lanes = ew.lanes;
-const V = ew.V;
+/// The full vector width of the variant (zmm on AVX-512, where `elementwise.zig`'s suggested width is a
+/// ymm): a row's three passes run from L1, so their width sets the speed.
+const lanes = @import("gemm.zig").vector_bytes / @sizeOf(f32);
+const V = @Vector(lanes, f32);
 const H = @Vector(lanes / 2, f64);
 
 /// Rows per block of the per-position weight and bias gradients' partial sums (fixed: the bits depend on it).
@@ -242,17 +244,29 @@ const Forward = struct {
         return s + @reduce(.Add, (acc[0] + acc[1]) + (acc[2] + acc[3]));
     }
 
+    /// Asks for row r's x ahead of use, when it is one short contiguous run (layer normalization): the
+    /// fetch then overlaps the passes over the row before it, which run from L1.
+    fn prefetchRow(f: *const Forward, r: usize) void {
+        const geo = f.geo;
+        if (r >= geo.rows or geo.segments != 1 or geo.len > 16384) return;
+        const x = f.x + geo.at(r, 0);
+        var i: usize = 0;
+        while (i < geo.len) : (i += 64 / @sizeOf(f32)) @prefetch(x + i, .{});
+    }
+
     fn fastRow(f: *const Forward, r: usize) void {
         const geo = f.geo;
         const n = geo.count();
         var center: f32 = undefined;
         var rs: f64 = undefined;
         if (f.given) {
+            f.prefetchRow(r + 1);
             const mu, const variance = f.givenStats(r);
             center = @floatCast(mu);
             rs = 1 / @sqrt(variance + f.eps);
         } else {
             const m: f32 = @floatCast(f.fastSum(r) / n);
+            f.prefetchRow(r + 1);
             const mv: V = @splat(m);
             var sd = [2]H{ @splat(0), @splat(0) };
             var sq = [2]H{ @splat(0), @splat(0) };
@@ -284,39 +298,49 @@ const Forward = struct {
             if (f.variance) |p| p[r] = @floatCast(variance);
         }
         f.rstd[r] = @floatCast(rs);
-        const shift_v: V = @splat(center);
-        const scale: V = @splat(@as(f32, @floatCast(rs)));
         const w = Param.of(f.w, geo, r);
         const b = Param.of(f.b, geo, r);
+        const flags = @as(u3, @intFromBool(w.p != null)) | @as(u3, @intFromBool(b.p != null)) << 1 | @as(u3, @intFromBool(f.xhat != null)) << 2;
         for (0..geo.segments) |k| {
             const o = geo.at(r, k);
-            const x = f.x + o;
-            const y = f.y + o;
-            const xh_out = if (f.xhat) |p| p + o else null;
-            var i: usize = 0;
-            while (i + lanes <= geo.len) : (i += lanes) {
-                const xh = (load(x, i) - shift_v) * scale;
-                if (xh_out) |p| p[i..][0..lanes].* = xh;
-                y[i..][0..lanes].* = affine(xh, w, b, i);
-            }
-            while (i < geo.len) : (i += 1) {
-                const xh = (x[i] - center) * scale[0];
-                if (xh_out) |p| p[i] = xh;
-                var out = xh;
-                if (w.p != null) out = out * w.scalar(i);
-                if (b.p != null) out = out + b.scalar(i);
-                y[i] = out;
+            const out: Out = .{ .y = f.y + o, .xhat = if (f.xhat) |p| p + o else undefined };
+            switch (flags) {
+                inline else => |which| normalize(which, f.x + o, out, geo.len, center, @floatCast(rs), w, b),
             }
         }
     }
 
-    inline fn affine(xh: V, w: Param, b: Param, i: usize) V {
-        if (w.p != null) {
-            if (b.p != null) return @mulAdd(V, xh, w.vector(i), b.vector(i));
-            return xh * w.vector(i);
+    const Out = struct { y: [*]f32, xhat: [*]f32 };
+
+    /// y = (x − center)·scale (then ·w, +b), and x̂ = (x − center)·scale, over one segment; `which` says at
+    /// comptime whether there is a weight (bit 0), a bias (bit 1), and whether x̂ is written (bit 2).
+    inline fn normalize(comptime which: u3, x: [*]const f32, out: Out, len: usize, center: f32, scale: f32, w: Param, b: Param) void {
+        const has_w = which & 1 != 0;
+        const has_b = which & 2 != 0;
+        const write_xhat = which & 4 != 0;
+        const shift_v: V = @splat(center);
+        const scale_v: V = @splat(scale);
+        var i: usize = 0;
+        while (i + lanes <= len) : (i += lanes) {
+            const xh = (load(x, i) - shift_v) * scale_v;
+            if (write_xhat) out.xhat[i..][0..lanes].* = xh;
+            out.y[i..][0..lanes].* = if (has_w and has_b)
+                @mulAdd(V, xh, w.vector(i), b.vector(i))
+            else if (has_w)
+                xh * w.vector(i)
+            else if (has_b)
+                xh + b.vector(i)
+            else
+                xh;
         }
-        if (b.p != null) return xh + b.vector(i);
-        return xh;
+        while (i < len) : (i += 1) {
+            const xh = (x[i] - center) * scale;
+            if (write_xhat) out.xhat[i] = xh;
+            var y = xh;
+            if (has_w) y = y * w.scalar(i);
+            if (has_b) y = y + b.scalar(i);
+            out.y[i] = y;
+        }
     }
 };
 
