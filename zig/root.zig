@@ -292,18 +292,12 @@ export fn zt_rnn_cell_f32(args: *const abi.ArgBlock, p0: *anyopaque, p1: *anyopa
     dispatch.active().rnn.cell_f32(&ThreadPool.runtime, args, &operands);
 }
 
-/// The forward pass of one LSTM or GRU layer, every step (zig/kernels/rnn.zig `forwardF32` documents the
-/// argument block and the nine pointers; an unused one may be any valid address). Returns a status.
-export fn zt_rnn_forward_f32(args: *const abi.ArgBlock, p0: *anyopaque, p1: *anyopaque, p2: *anyopaque, p3: *anyopaque, p4: *anyopaque, p5: *anyopaque, p6: *anyopaque, p7: *anyopaque, p8: *anyopaque) i32 {
+/// The time loop of one LSTM or GRU layer, forward (op 0, 2) or backward (op 1, 3); zig/kernels/rnn.zig
+/// `Forward` and `Backward` document the argument block and the nine pointers (an unused one may be any
+/// valid address). Returns a status.
+export fn zt_rnn_loop_f32(args: *const abi.ArgBlock, p0: *anyopaque, p1: *anyopaque, p2: *anyopaque, p3: *anyopaque, p4: *anyopaque, p5: *anyopaque, p6: *anyopaque, p7: *anyopaque, p8: *anyopaque) i32 {
     const operands: [9][*]f32 = .{ @ptrCast(@alignCast(p0)), @ptrCast(@alignCast(p1)), @ptrCast(@alignCast(p2)), @ptrCast(@alignCast(p3)), @ptrCast(@alignCast(p4)), @ptrCast(@alignCast(p5)), @ptrCast(@alignCast(p6)), @ptrCast(@alignCast(p7)), @ptrCast(@alignCast(p8)) };
-    return dispatch.active().rnn.forward_f32(&ThreadPool.runtime, args, &operands);
-}
-
-/// The backward pass through time of one LSTM or GRU layer (zig/kernels/rnn.zig `backwardF32` documents the
-/// argument block and the nine pointers). Returns a status.
-export fn zt_rnn_backward_f32(args: *const abi.ArgBlock, p0: *anyopaque, p1: *anyopaque, p2: *anyopaque, p3: *anyopaque, p4: *anyopaque, p5: *anyopaque, p6: *anyopaque, p7: *anyopaque, p8: *anyopaque) i32 {
-    const operands: [9][*]f32 = .{ @ptrCast(@alignCast(p0)), @ptrCast(@alignCast(p1)), @ptrCast(@alignCast(p2)), @ptrCast(@alignCast(p3)), @ptrCast(@alignCast(p4)), @ptrCast(@alignCast(p5)), @ptrCast(@alignCast(p6)), @ptrCast(@alignCast(p7)), @ptrCast(@alignCast(p8)) };
-    return dispatch.active().rnn.backward_f32(&ThreadPool.runtime, args, &operands);
+    return dispatch.active().rnn.loop_f32(&ThreadPool.runtime, args, &operands);
 }
 
 // Normalization

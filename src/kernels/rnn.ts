@@ -194,7 +194,7 @@ function viewAt(o: KernelOperand, offset: number, strides: readonly number[]): K
  * The forward pass as the composition that defines it: weights packed once (`packed`), then per step t the
  * input projection pre = x_t·W_ihᵀ (zeros when I = 0), the product hh = h_{t-1}·W_hhᵀ and one `cell` call
  * that adds the biases and writes h_t (and c_t) into `out` and the activations into `saved`. `scratch(n)`
- * gives a zero-filled f32 buffer of n elements, disposed at the end. The native `zt_rnn_forward_f32` makes
+ * gives a zero-filled f32 buffer of n elements, disposed at the end. The native `zt_rnn_loop_f32` makes
  * the same calls in native code, so it gives this composition's bits over the native kernels.
  */
 export function composedRnnForward(
@@ -289,7 +289,7 @@ export type RnnBackwardKernel = (
  * The backward pass through time as the composition that defines it: W_hh packed once (`packed`), then from
  * the last step to the first one backward `cell` call (gate gradients of step t, dc or the z path carried
  * in place) and the product dh = dgates_t·W_hh (the hidden side's for the GRU). `scratch` as for
- * `composedRnnForward`. The native `zt_rnn_backward_f32` makes the same calls, so the same bits.
+ * `composedRnnForward`. The native `zt_rnn_loop_f32` makes the same calls, so the same bits.
  */
 export function composedRnnBackward(
   cell: RnnCellKernel,
@@ -352,7 +352,17 @@ export const referenceRnnBackward: RnnBackwardKernel = composedRnnBackward(
   referenceScratch,
 );
 
-/** The native backward pass (`zt_rnn_backward_f32`, zig/kernels/rnn.zig `backwardF32`). */
+/**
+ * Calls `zt_rnn_loop_f32` with the argument block as written and the nine operands' addresses; throws a
+ * `RangeError` with `failure()`'s message when the library could not allocate its workspace.
+ */
+function runLoop(operands: readonly KernelOperand[], failure: () => string): void {
+  const p = operands.map((operand) => operand.pointer);
+  const status = native.zt_rnn_loop_f32(args.pointer, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]);
+  if (status !== Status.ok) throw new RangeError(failure());
+}
+
+/** The native backward pass (`zt_rnn_loop_f32`, zig/kernels/rnn.zig `Backward`). */
 export const nativeRnnBackward: RnnBackwardKernel = (params, o, settings) => {
   const rest = [o.saved, o.states, o.initial, o.dh, o.carried, o.grad, o.gates, o.hiddenGates ?? o.gates];
   args.op(params.op, MODE_CODE[settings.mode], settings.threads)
@@ -361,25 +371,12 @@ export const nativeRnnBackward: RnnBackwardKernel = (params, o, settings) => {
     .int(2, params.hidden)
     .operand(0, o.weightHh.offset, o.weightHh.strides);
   rest.forEach((operand, k) => args.int(3 + k, operand.offset));
-  const p = [o.weightHh, ...rest].map((operand) => operand.pointer);
-  const status = native.zt_rnn_backward_f32(
-    args.pointer,
-    p[0],
-    p[1],
-    p[2],
-    p[3],
-    p[4],
-    p[5],
-    p[6],
-    p[7],
-    p[8],
-  );
-  if (status !== Status.ok) {
-    throw new RangeError(
+  runLoop(
+    [o.weightHh, ...rest],
+    () =>
       `${params.op === RnnCellOp.LstmBackward ? "lstm" : "gru"} backward: out of native memory for the ` +
-        `packed weight of a layer with hidden size ${params.hidden}`,
-    );
-  }
+      `packed weight of a layer with hidden size ${params.hidden}`,
+  );
 };
 
 /** The reference forward pass: `composedRnnForward` over the reference cell and packed product. */
@@ -389,7 +386,7 @@ export const referenceRnnForward: RnnForwardKernel = composedRnnForward(
   referenceScratch,
 );
 
-/** The native forward pass (`zt_rnn_forward_f32`, zig/kernels/rnn.zig `forwardF32`). */
+/** The native forward pass (`zt_rnn_loop_f32`, zig/kernels/rnn.zig `Forward`). */
 export const nativeRnnForward: RnnForwardKernel = (params, o, settings) => {
   const flags = (o.biasHh !== null ? 1 : 0) | (o.saved !== null ? 2 : 0) | (o.biasIh !== null ? 4 : 0);
   const unused = o.x;
@@ -404,25 +401,11 @@ export const nativeRnnForward: RnnForwardKernel = (params, o, settings) => {
     .operand(1, o.weightIhT.offset, o.weightIhT.strides)
     .operand(2, o.weightHhT.offset, o.weightHhT.strides);
   rest.forEach((operand, k) => args.int(5 + k, operand.offset));
-  const p = [o.x, o.weightIhT, o.weightHhT, ...rest].map((operand) => operand.pointer);
-  const status = native.zt_rnn_forward_f32(
-    args.pointer,
-    p[0],
-    p[1],
-    p[2],
-    p[3],
-    p[4],
-    p[5],
-    p[6],
-    p[7],
-    p[8],
+  const name = params.op === RnnCellOp.LstmForward ? "lstm" : "gru";
+  runLoop(
+    [o.x, o.weightIhT, o.weightHhT, ...rest],
+    () =>
+      `${name}: out of native memory for the packed weights of a layer with input size ${params.input} ` +
+      `and hidden size ${params.hidden}`,
   );
-  if (status !== Status.ok) {
-    throw new RangeError(
-      `${
-        params.op === RnnCellOp.LstmForward ? "lstm" : "gru"
-      }: out of native memory for the packed weights ` +
-        `of a layer with input size ${params.input} and hidden size ${params.hidden}`,
-    );
-  }
 };

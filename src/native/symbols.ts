@@ -76,11 +76,7 @@ export const symbols = {
     parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
     result: "void",
   },
-  zt_rnn_forward_f32: {
-    parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
-    result: "i32",
-  },
-  zt_rnn_backward_f32: {
+  zt_rnn_loop_f32: {
     parameters: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"],
     result: "i32",
   },

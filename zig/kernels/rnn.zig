@@ -35,17 +35,16 @@ const lanes = gemm.vector_bytes / @sizeOf(f32);
 /// One step of a recurrent cell; see the file comment for the argument block and the operands.
 pub const CellFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [8][*]f32) callconv(.c) void;
 
-/// The time loop of one layer, forward (`forwardF32`) or backward (`backwardF32`). Returns an `abi.Status`.
+/// The time loop of one layer, forward or backward (`loopF32`). Returns an `abi.Status`.
 pub const LoopFn = *const fn (rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) callconv(.c) i32;
 
 /// This family's entries in the kernel table.
 pub const Table = extern struct {
     cell_f32: CellFn,
-    forward_f32: LoopFn,
-    backward_f32: LoopFn,
+    loop_f32: LoopFn,
 };
 
-pub const table_entries: Table = .{ .cell_f32 = cellF32, .forward_f32 = forwardF32, .backward_f32 = backwardF32 };
+pub const table_entries: Table = .{ .cell_f32 = cellF32, .loop_f32 = loopF32 };
 
 fn F32(comptime n: usize) type {
     return @Vector(n, f32);
@@ -269,7 +268,7 @@ fn cellF32(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const
 /// read all of both packed weights per step for too little arithmetic.
 const min_group_rows = 4;
 
-/// The whole forward pass of one LSTM (op 0) or GRU (op 2) layer over batch-first x [N, T, I]: for each step
+/// Forward (`loopF32` with op 0, LSTM, or 2, GRU): the whole forward pass of one layer over batch-first x [N, T, I]: for each step
 /// t, pre = x_t·W_ihᵀ and hh = h_{t-1}·W_hhᵀ from weights packed once per call, then the step's cell (the
 /// operands of the file comment). These are the calls `composedRnnForward` (src/kernels/rnn.ts) makes
 /// through the packed-product and cell kernels, so the results are their bits. Batch rows never meet
@@ -283,12 +282,6 @@ const min_group_rows = 4;
 /// [N, T, H], then for the LSTM c [T, N, H] from element N·T·H, 6 saved [T, N, 4H] (when saving), 7 b_hh,
 /// 8 b_ih (when given); an unused one may be any valid address. Returns `Status.out_of_memory`, having
 /// written nothing, when the packed weights and per-group buffers cannot be allocated.
-fn forwardF32(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) callconv(.c) i32 {
-    std.debug.assert(args.op == 0 or args.op == 2);
-    for (args.ints[0..11]) |v| std.debug.assert(v >= 0);
-    return if (args.mode == 1) Forward(f64).run(rt, args, operands) else Forward(f32).run(rt, args, operands);
-}
-
 fn Forward(comptime T: type) type {
     return struct {
         const G = gemm.Gemm(T);
@@ -362,11 +355,7 @@ fn Forward(comptime T: type) type {
             s.packed_ih = ih;
             s.packed_hh = hh;
             s.groups = lease.memory + ih_bytes + hh_bytes;
-            if (tasks == 1) {
-                group(&s, 0);
-            } else {
-                rt.parallelFor(&s, @intCast(tasks), @intCast(tasks), group);
-            }
+            runTasks(rt, &s, tasks, group);
             return @intFromEnum(abi.Status.ok);
         }
 
@@ -422,10 +411,10 @@ fn Forward(comptime T: type) type {
     };
 }
 
-/// The backward pass through time of one LSTM (op 1) or GRU (op 3) layer, from the last step to the first:
+/// Backward (`loopF32` with op 1, LSTM, or 3, GRU): the backward pass through time of one layer, last step first:
 /// per step the cell's backward step (the operands of the file comment) and dh = dgates_t·W_hh (the hidden
 /// side's for the GRU) from W_hh packed once per call, the calls `src/ops/sequence.ts` made one by one before
-/// (so the same bits). Threads split the batch into row groups as `forwardF32` does.
+/// (so the same bits). Threads split the batch into row groups as `Forward` does.
 ///
 /// Argument block: op, mode, threads; ints[0..3] = N, T, H (all ≥ 1); ints[3..11] the element offsets of
 /// pointers 1 to 8; operand 0 W_hh [G·H, H] (offset, strides). Pointers: 0 W_hh, 1 saved [T, N, 4H], 2 the
@@ -435,12 +424,6 @@ fn Forward(comptime T: type) type {
 /// gradient of the op's output (the LSTM's buffer, the GRU's [N, T, H]), 7 the gate gradients [N, T, G·H]
 /// (the GRU's input side), 8 the GRU's hidden-side gate gradients [N, T, 3H] (unused for the LSTM).
 /// Returns `Status.out_of_memory`, having written nothing, when the workspace cannot be allocated.
-fn backwardF32(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) callconv(.c) i32 {
-    std.debug.assert(args.op == 1 or args.op == 3);
-    for (args.ints[0..11]) |v| std.debug.assert(v >= 0);
-    return if (args.mode == 1) Backward(f64).run(rt, args, operands) else Backward(f32).run(rt, args, operands);
-}
-
 fn Backward(comptime T: type) type {
     return struct {
         const G = gemm.Gemm(T);
@@ -494,11 +477,7 @@ fn Backward(comptime T: type) type {
             packing.run(rt, tasks);
             s.packed_hh = packed_hh;
             s.groups = lease.memory + hh_bytes;
-            if (tasks == 1) {
-                group(&s, 0);
-            } else {
-                rt.parallelFor(&s, @intCast(tasks), @intCast(tasks), group);
-            }
+            runTasks(rt, &s, tasks, group);
             return @intFromEnum(abi.Status.ok);
         }
 
@@ -546,6 +525,16 @@ fn Backward(comptime T: type) type {
     };
 }
 
+/// The time loop of one LSTM or GRU layer: op 0 or 2 forward (`Forward`), 1 or 3 backward (`Backward`), in
+/// `args.mode`'s arithmetic; each documents its argument block and the nine pointers.
+fn loopF32(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) callconv(.c) i32 {
+    std.debug.assert(args.op >= 0 and args.op <= 3);
+    for (args.ints[0..11]) |v| std.debug.assert(v >= 0);
+    const exact = args.mode == 1;
+    if (@rem(args.op, 2) == 0) return if (exact) Forward(f64).run(rt, args, operands) else Forward(f32).run(rt, args, operands);
+    return if (exact) Backward(f64).run(rt, args, operands) else Backward(f32).run(rt, args, operands);
+}
+
 /// Packs a layer's weights for its products (`Gemm.packWhole`), split by column panels across the threads
 /// that the time loop will use (packing is a few percent of a forward pass). A weight with k = 0 is skipped.
 fn Packing(comptime T: type) type {
@@ -557,11 +546,7 @@ fn Packing(comptime T: type) type {
 
         fn run(p: *@This(), rt: *const table.Runtime, tasks: usize) void {
             p.tasks = tasks;
-            if (tasks == 1) {
-                task(p, 0);
-            } else {
-                rt.parallelFor(p, @intCast(tasks), @intCast(tasks), task);
-            }
+            runTasks(rt, p, tasks, task);
         }
 
         /// Task `i`'s share of each weight's columns, in whole panels.
@@ -576,6 +561,12 @@ fn Packing(comptime T: type) type {
             }
         }
     };
+}
+
+/// Runs `task` for every index in 0..tasks, each on a thread of its own, or on the calling thread for one.
+fn runTasks(rt: *const table.Runtime, context: *anyopaque, tasks: usize, task: table.TaskFn) void {
+    if (tasks == 1) return task(context, 0);
+    rt.parallelFor(context, @intCast(tasks), @intCast(tasks), task);
 }
 
 /// Rows per group of a layer's time loop over `n` rows with `macs` multiply-adds in all: one group below
