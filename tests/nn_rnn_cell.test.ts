@@ -112,3 +112,28 @@ test("the cell kernel gives the same bits on 1 and 4 threads in the conformance 
   assert.deepEqual(report.failures, []);
   assert.equal(report.cases, 24);
 });
+
+test("a layer over an empty batch gives an empty output and zero gradients; no steps or no hidden units is refused", () => {
+  using _ = new ActivationScope();
+  const refused = [
+    [Tensor.zeros([2, 0, 5]), Tensor.zeros([16, 5]), Tensor.zeros([16, 4])],
+    [Tensor.zeros([2, 3, 5]), Tensor.zeros([0, 5]), Tensor.zeros([0, 0])],
+  ];
+  for (const [x, weightIh, weightHh] of refused) {
+    assert.throws(() => ops.lstm(x, { weightIh, weightHh }), { name: "TensorShapeError" });
+  }
+  for (const gates of [4, 3]) {
+    const x = Tensor.zeros([0, 3, 5]).withRequiresGrad();
+    const weightIh = Tensor.randn([gates * 4, 5], { seed: 71 }).withRequiresGrad();
+    const weightHh = Tensor.randn([gates * 4, 4], { seed: 72 }).withRequiresGrad();
+    const biasHh = Tensor.randn([gates * 4], { seed: 73 }).withRequiresGrad();
+    const w = { weightIh, weightHh, biasHh };
+    const output = gates === 4 ? ops.lstm(x, w).output : ops.gru(x, w).output;
+    assert.deepEqual([...output.shape], [0, 3, 4]);
+    ops.sum(output).backward();
+    for (const t of [x, weightIh, weightHh, biasHh]) {
+      assert.deepEqual([...t.grad!.shape], [...t.shape]);
+      assert.ok([...(t.grad!.toArray() as Float32Array)].every((v) => v === 0), `${gates} gates`);
+    }
+  }
+});

@@ -137,6 +137,11 @@ interface Layer {
   readonly record: boolean;
 }
 
+/** Whether a layer has no element to compute (the loop kernels need N, T and H ≥ 1; the outputs are empty). */
+function isEmptyLayer(n: number, steps: number, hidden: number): boolean {
+  return n === 0 || steps === 0 || hidden === 0;
+}
+
 /**
  * The forward pass, every step in one call of the forward kernel (src/kernels/rnn.ts `RnnForwardKernel`):
  * per step the input projection x_t·W_ihᵀ, the product h·W_hhᵀ and the fused cell, which writes the step's
@@ -152,6 +157,7 @@ function forwardLoop(
   saved: Tensor | null,
 ) {
   const { op, n, steps, hidden, weights } = layer;
+  if (isEmptyLayer(n, steps, hidden)) return;
   // The kernel reads the biases as contiguous vectors: a strided one (a flipped view) is copied first.
   using biases = new DisposableStack();
   const dense = (t: Tensor | undefined) => {
@@ -369,17 +375,19 @@ export function lstmBackward(r: BackwardRecord<"Lstm">, g: Tensor): (Tensor | nu
   const gates = newOutput(op, [n, steps, 4 * h]);
   const dh = allocate(op, [n, h], DType.F32, true, { scoped: true });
   const dc = allocate(op, [n, h], DType.F32, true, { scoped: true });
-  kernels().rnnBackward({ op: RnnCellOp.LstmBackward, batch: n, steps, hidden: h }, {
-    weightHh: operandOf(weightHh, op),
-    saved: operandOf(saved, op),
-    states: operandOf(all, op),
-    initial: operandOf(c0, op),
-    dh: operandOf(dh, op),
-    carried: operandOf(dc, op),
-    grad: operandOf(grad, op),
-    gates: operandOf(gates, op),
-    hiddenGates: null,
-  }, computeSettings());
+  if (!isEmptyLayer(n, steps, h)) {
+    kernels().rnnBackward({ op: RnnCellOp.LstmBackward, batch: n, steps, hidden: h }, {
+      weightHh: operandOf(weightHh, op),
+      saved: operandOf(saved, op),
+      states: operandOf(all, op),
+      initial: operandOf(c0, op),
+      dh: operandOf(dh, op),
+      carried: operandOf(dc, op),
+      grad: operandOf(grad, op),
+      gates: operandOf(gates, op),
+      hiddenGates: null,
+    }, computeSettings());
+  }
   const output = reshape(slice(all, 0, 0, cells), [n, steps, h]);
   return layerGradients(r, output, gates, gates, [dh, dc]);
 }
@@ -398,17 +406,19 @@ export function gruBackward(r: BackwardRecord<"Gru">, g: Tensor): (Tensor | null
   const [dIh, dHh] = [0, 1].map(() => newOutput(op, [n, steps, 3 * h]));
   const dh = allocate(op, [n, h], DType.F32, true, { scoped: true });
   const dz = allocate(op, [n, h], DType.F32, true, { scoped: true });
-  kernels().rnnBackward({ op: RnnCellOp.GruBackward, batch: n, steps, hidden: h }, {
-    weightHh: operandOf(weightHh, op),
-    saved: operandOf(saved, op),
-    states: operandOf(output, op),
-    initial: operandOf(h0, op),
-    dh: operandOf(dh, op),
-    carried: operandOf(dz, op),
-    grad: operandOf(grad, op),
-    gates: operandOf(dIh, op),
-    hiddenGates: operandOf(dHh, op),
-  }, computeSettings());
+  if (!isEmptyLayer(n, steps, h)) {
+    kernels().rnnBackward({ op: RnnCellOp.GruBackward, batch: n, steps, hidden: h }, {
+      weightHh: operandOf(weightHh, op),
+      saved: operandOf(saved, op),
+      states: operandOf(output, op),
+      initial: operandOf(h0, op),
+      dh: operandOf(dh, op),
+      carried: operandOf(dz, op),
+      grad: operandOf(grad, op),
+      gates: operandOf(dIh, op),
+      hiddenGates: operandOf(dHh, op),
+    }, computeSettings());
+  }
   return layerGradients(r, output, dIh, dHh, [add(dh, dz)]);
 }
 

@@ -530,6 +530,9 @@ fn Backward(comptime T: type) type {
 fn loopF32(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) callconv(.c) i32 {
     std.debug.assert(args.op >= 0 and args.op <= 3);
     for (args.ints[0..11]) |v| std.debug.assert(v >= 0);
+    // An empty layer (N, T or H zero; the binding does not call for one) has nothing to compute.
+    const hidden = args.ints[if (@rem(args.op, 2) == 0) 3 else 2];
+    if (args.ints[0] == 0 or args.ints[1] == 0 or hidden == 0) return @intFromEnum(abi.Status.ok);
     const exact = args.mode == 1;
     if (@rem(args.op, 2) == 0) return if (exact) Forward(f64).run(rt, args, operands) else Forward(f32).run(rt, args, operands);
     return if (exact) Backward(f64).run(rt, args, operands) else Backward(f32).run(rt, args, operands);
