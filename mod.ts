@@ -113,7 +113,16 @@ export type { IndexKernel, IndexOp } from "./src/kernels/indexing.ts";
 export type { CtcKernel, CtcParams } from "./src/kernels/ctc.ts";
 export type { ClassLossKernels } from "./src/kernels/types.ts";
 export type { NllKernel, NllOp, NllParams, NllPhase } from "./src/kernels/nll.ts";
-export type { RnnCellKernel, RnnCellParams } from "./src/kernels/rnn.ts";
+export type {
+  RnnBackwardKernel,
+  RnnBackwardOperands,
+  RnnBackwardParams,
+  RnnCellKernel,
+  RnnCellParams,
+  RnnForwardKernel,
+  RnnForwardOperands,
+  RnnForwardParams,
+} from "./src/kernels/rnn.ts";
 export type {
   ConvKernels,
   ConvProductKind,

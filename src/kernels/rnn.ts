@@ -134,32 +134,39 @@ export const referenceRnnCell: RnnCellKernel = (params, operands) => {
   }
 };
 
-/** The geometry of a layer's forward pass (`RnnForwardKernel`). */
+/** The geometry of a layer's forward pass (`RnnForwardKernel`); N, T and H are at least 1. */
 export interface RnnForwardParams {
   /** `RnnCellOp.LstmForward` or `RnnCellOp.GruForward`. */
   readonly op: number;
-  /** N, T, I, H: the rows, the steps, the input size and the hidden size (N, T, H ≥ 1). */
+  /** N: the rows of the batch. */
   readonly batch: number;
+  /** T: the time steps. */
   readonly steps: number;
+  /** I: the input size (0 allowed: the projection is then zeros). */
   readonly input: number;
+  /** H: the hidden size. */
   readonly hidden: number;
 }
 
-/**
- * The operands of a layer's forward pass, G = 4 (LSTM) or 3 (GRU): x [N, T, I], W_ihᵀ [I, G·H] and W_hhᵀ
- * [H, G·H] with their own strides; the rest contiguous: h0 [N, H], c0 [N, H] (LSTM), out (every step's h
- * [N, T, H], then for the LSTM every step's c [T, N, H] from element N·T·H), saved [T, N, 4H] (each step's
- * activations, as the cell saves them; null: not saved) and the biases [G·H] (null: none).
- */
+/** The operands of a layer's forward pass, G = 4 (LSTM) or 3 (GRU); all but x and the weights contiguous. */
 export interface RnnForwardOperands {
+  /** x [N, T, I], any strides. */
   readonly x: KernelOperand;
+  /** W_ihᵀ [I, G·H], any strides. */
   readonly weightIhT: KernelOperand;
+  /** W_hhᵀ [H, G·H], any strides. */
   readonly weightHhT: KernelOperand;
+  /** h0 [N, H]. */
   readonly h0: KernelOperand;
+  /** c0 [N, H] for the LSTM; null for the GRU. */
   readonly c0: KernelOperand | null;
+  /** Every step's h [N, T, H], then for the LSTM every step's c [T, N, H] from element N·T·H. */
   readonly out: KernelOperand;
+  /** Each step's activations as the cell saves them [T, N, 4H]; null: not saved. */
   readonly saved: KernelOperand | null;
+  /** b_hh [G·H]; null: none. */
   readonly biasHh: KernelOperand | null;
+  /** b_ih [G·H]; null: none. */
   readonly biasIh: KernelOperand | null;
 }
 
@@ -247,34 +254,37 @@ export function composedRnnForward(
   };
 }
 
-/** The geometry of a layer's backward pass through time (`RnnBackwardKernel`). */
+/** The geometry of a layer's backward pass through time (`RnnBackwardKernel`); all at least 1. */
 export interface RnnBackwardParams {
   /** `RnnCellOp.LstmBackward` or `RnnCellOp.GruBackward`. */
   readonly op: number;
-  /** N, T, H (all ≥ 1). */
+  /** N: the rows of the batch. */
   readonly batch: number;
+  /** T: the time steps. */
   readonly steps: number;
+  /** H: the hidden size. */
   readonly hidden: number;
 }
 
-/**
- * The operands of a layer's backward pass, G = 4 (LSTM) or 3 (GRU): `weightHh` [G·H, H] with its own
- * strides; the rest contiguous: the saved activations [T, N, 4H]; `states`, the LSTM's op buffer (h
- * [N, T, H], then c [T, N, H]) or the GRU's output [N, T, H]; `initial`, c0 (LSTM) or h0 (GRU) [N, H];
- * `dh` [N, H] (zeros in, h0's gradient out); `carried` [N, H], the LSTM's dc or the GRU's dh along the z path
- * (zeros in, the first step's out); `grad`, the gradient of the op's output (the LSTM's whole buffer);
- * `gates` [N, T, G·H], the gate gradients (the GRU's input side); `hiddenGates` [N, T, 3H], the GRU's
- * hidden-side gate gradients (null for the LSTM).
- */
+/** The operands of a layer's backward pass, G = 4 (LSTM) or 3 (GRU); all but `weightHh` contiguous. */
 export interface RnnBackwardOperands {
+  /** W_hh [G·H, H], any strides. */
   readonly weightHh: KernelOperand;
+  /** The forward pass's saved activations [T, N, 4H]. */
   readonly saved: KernelOperand;
+  /** The LSTM's op buffer (h [N, T, H], then c [T, N, H]) or the GRU's output [N, T, H]. */
   readonly states: KernelOperand;
+  /** c0 (LSTM) or h0 (GRU) [N, H]. */
   readonly initial: KernelOperand;
+  /** [N, H]: zeros in, h0's gradient out. */
   readonly dh: KernelOperand;
+  /** [N, H]: the LSTM's dc or the GRU's dh along the z path; zeros in, the first step's out. */
   readonly carried: KernelOperand;
+  /** The gradient of the op's output (the LSTM's whole buffer, the GRU's [N, T, H]). */
   readonly grad: KernelOperand;
+  /** The gate gradients [N, T, G·H] (the GRU's input side). */
   readonly gates: KernelOperand;
+  /** The GRU's hidden-side gate gradients [N, T, 3H]; null for the LSTM. */
   readonly hiddenGates: KernelOperand | null;
 }
 
