@@ -695,7 +695,7 @@ pub fn roundUp(x: usize, multiple: usize) usize {
     return (x + multiple - 1) / multiple * multiple;
 }
 
-fn ceilDiv(x: usize, y: usize) usize {
+pub fn ceilDiv(x: usize, y: usize) usize {
     return (x + y - 1) / y;
 }
 

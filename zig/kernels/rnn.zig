@@ -231,11 +231,6 @@ const Cell = struct {
 fn cellF32(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [8][*]f32) callconv(.c) void {
     for (args.ints[0..14]) |v| std.debug.assert(v >= 0);
     std.debug.assert(args.op >= 0 and args.op <= 3);
-    const u = struct {
-        fn of(v: i32) usize {
-            return @intCast(v);
-        }
-    }.of;
     var c: Cell = .{
         .op = args.op,
         .batch = u(args.ints[0]),
@@ -304,14 +299,6 @@ fn Forward(comptime T: type) type {
         group_bytes: usize,
         groups: [*]u8,
 
-        fn u(v: i32) usize {
-            return @intCast(v);
-        }
-
-        fn width(s: *const Self) usize {
-            return (if (s.lstm) @as(usize, 4) else 3) * s.hidden;
-        }
-
         fn run(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) i32 {
             var s: Self = .{
                 .lstm = args.op == 0,
@@ -320,7 +307,7 @@ fn Forward(comptime T: type) type {
                 .in = u(args.ints[2]),
                 .hidden = u(args.ints[3]),
                 .flags = args.ints[4],
-                .x = offset(operands[0], args.operands[0].offset),
+                .x = operands[0] + u(args.operands[0].offset),
                 .xs = .{ args.operands[0].strides[0], args.operands[0].strides[1], args.operands[0].strides[2] },
                 .packed_ih = undefined,
                 .packed_hh = undefined,
@@ -331,10 +318,10 @@ fn Forward(comptime T: type) type {
                 .groups = undefined,
             };
             for (0..6) |k| s.p[k] = operands[3 + k] + u(args.ints[5 + k]);
-            const gh = s.width();
+            const gh = gateWidth(s.lstm, s.hidden);
             const macs = @as(u64, s.n) *| s.steps *| gh *| (s.in + s.hidden);
             s.group_rows = groupRows(s.n, macs, args.threads);
-            const tasks = ceilDiv(s.n, s.group_rows);
+            const tasks = gemm.ceilDiv(s.n, s.group_rows);
             s.ws_bytes = G.workspaceBytes(s.group_rows, gh, @max(s.in, s.hidden));
             s.ws_bytes[1] = 0;
             // Each group's pre and hh, [rows, G·H] each, after its workspace.
@@ -347,10 +334,11 @@ fn Forward(comptime T: type) type {
             const ih: [*]T = @ptrCast(@alignCast(lease.memory));
             const hh: [*]T = @ptrCast(@alignCast(lease.memory + ih_bytes));
             const w = args.operands;
-            var packing: Packing(T) = .{ .weights = .{
-                .{ .k = s.in, .n = gh, .src = offset(operands[1], w[1].offset), .rs = w[1].strides[0], .cs = w[1].strides[1], .dst = ih },
-                .{ .k = s.hidden, .n = gh, .src = offset(operands[2], w[2].offset), .rs = w[2].strides[0], .cs = w[2].strides[1], .dst = hh },
-            } };
+            const weights = [_]Packing(T).Weight{
+                .{ .k = s.in, .n = gh, .src = operands[1] + u(w[1].offset), .rs = w[1].strides[0], .cs = w[1].strides[1], .dst = ih },
+                .{ .k = s.hidden, .n = gh, .src = operands[2] + u(w[2].offset), .rs = w[2].strides[0], .cs = w[2].strides[1], .dst = hh },
+            };
+            var packing: Packing(T) = .{ .weights = &weights };
             packing.run(rt, tasks);
             s.packed_ih = ih;
             s.packed_hh = hh;
@@ -364,7 +352,7 @@ fn Forward(comptime T: type) type {
             const s: *const Self = @ptrCast(@alignCast(context));
             const r0 = task * s.group_rows;
             const rows = @min(s.group_rows, s.n - r0);
-            const gh = s.width();
+            const gh = gateWidth(s.lstm, s.hidden);
             const h = s.hidden;
             const t_h = s.steps * h;
             const base = s.groups + task * s.group_bytes;
@@ -404,10 +392,6 @@ fn Forward(comptime T: type) type {
                 for (0..rows) |r| c.row(T == f64, r);
             }
         }
-
-        fn offset(p: [*]f32, elems: i32) [*]f32 {
-            return p + u(elems);
-        }
     };
 }
 
@@ -441,11 +425,6 @@ fn Backward(comptime T: type) type {
         groups: [*]u8,
 
         fn run(rt: *const table.Runtime, args: *const abi.ArgBlock, operands: *const [9][*]f32) i32 {
-            const u = struct {
-                fn of(v: i32) usize {
-                    return @intCast(v);
-                }
-            }.of;
             var s: Self = .{
                 .lstm = args.op == 1,
                 .n = u(args.ints[0]),
@@ -460,9 +439,9 @@ fn Backward(comptime T: type) type {
             };
             for (0..8) |k| s.p[k] = operands[1 + k] + u(args.ints[3 + k]);
             const h = s.hidden;
-            const gh = (if (s.lstm) @as(usize, 4) else 3) * h;
+            const gh = gateWidth(s.lstm, h);
             s.group_rows = groupRows(s.n, @as(u64, s.n) *| s.steps *| gh *| h, args.threads);
-            const tasks = ceilDiv(s.n, s.group_rows);
+            const tasks = gemm.ceilDiv(s.n, s.group_rows);
             s.ws_bytes = G.workspaceBytes(s.group_rows, h, gh);
             s.ws_bytes[1] = 0;
             s.group_bytes = s.ws_bytes[0] + s.ws_bytes[2];
@@ -472,8 +451,8 @@ fn Backward(comptime T: type) type {
             defer gemm.WorkspaceCache.release(lease);
             const packed_hh: [*]T = @ptrCast(@alignCast(lease.memory));
             const w = args.operands[0];
-            const weight: Packing(T).Weight = .{ .k = gh, .n = h, .src = operands[0] + u(w.offset), .rs = w.strides[0], .cs = w.strides[1], .dst = packed_hh };
-            var packing: Packing(T) = .{ .weights = .{ weight, .{ .k = 0, .n = h, .src = weight.src, .rs = 0, .cs = 0, .dst = packed_hh } } };
+            const weights = [_]Packing(T).Weight{.{ .k = gh, .n = h, .src = operands[0] + u(w.offset), .rs = w.strides[0], .cs = w.strides[1], .dst = packed_hh }};
+            var packing: Packing(T) = .{ .weights = &weights };
             packing.run(rt, tasks);
             s.packed_hh = packed_hh;
             s.groups = lease.memory + hh_bytes;
@@ -487,7 +466,7 @@ fn Backward(comptime T: type) type {
             const r0 = task * s.group_rows;
             const rows = @min(s.group_rows, s.n - r0);
             const h = s.hidden;
-            const gh = (if (s.lstm) @as(usize, 4) else 3) * h;
+            const gh = gateWidth(s.lstm, h);
             const t_h = s.steps * h;
             const ws = G.workspaceAt(s.groups + task * s.group_bytes, s.ws_bytes, h);
             const saved, const states, const initial, const dh, const carried, const grad, const gates_a, const gates_b = s.p;
@@ -544,7 +523,7 @@ fn Packing(comptime T: type) type {
     return struct {
         const G = gemm.Gemm(T);
         const Weight = struct { k: usize, n: usize, src: [*]const f32, rs: isize, cs: isize, dst: [*]T };
-        weights: [2]Weight,
+        weights: []const Weight,
         tasks: usize = 1,
 
         fn run(p: *@This(), rt: *const table.Runtime, tasks: usize) void {
@@ -557,7 +536,7 @@ fn Packing(comptime T: type) type {
             const p: *const @This() = @ptrCast(@alignCast(context));
             for (p.weights) |w| {
                 if (w.k == 0) continue;
-                const step = gemm.roundUp(ceilDiv(w.n, p.tasks), G.nr);
+                const step = gemm.roundUp(gemm.ceilDiv(w.n, p.tasks), G.nr);
                 const j0 = i * step;
                 if (j0 >= w.n) continue;
                 G.packWholeColumns(w.k, w.n, j0, @min(w.n, j0 + step), w.src, w.rs, w.cs, w.dst);
@@ -575,12 +554,17 @@ fn runTasks(rt: *const table.Runtime, context: *anyopaque, tasks: usize, task: t
 /// Rows per group of a layer's time loop over `n` rows with `macs` multiply-adds in all: one group below
 /// about a million (as for a matmul), else a group per thread, of at least `min_group_rows` rows.
 fn groupRows(n: usize, macs: u64, threads: i32) usize {
-    const wanted = if (macs < 1 << 20) 1 else @min(@as(usize, @intCast(@max(threads, 1))), ceilDiv(n, min_group_rows));
-    return ceilDiv(n, @max(wanted, 1));
+    const wanted = if (macs < 1 << 20) 1 else @min(@as(usize, @intCast(@max(threads, 1))), gemm.ceilDiv(n, min_group_rows));
+    return gemm.ceilDiv(n, @max(wanted, 1));
 }
 
-fn ceilDiv(x: usize, y: usize) usize {
-    return (x + y - 1) / y;
+/// A layer's gate width G·H: 4H for the LSTM, 3H for the GRU.
+fn gateWidth(lstm: bool, hidden: usize) usize {
+    return (if (lstm) @as(usize, 4) else 3) * hidden;
+}
+
+fn u(v: i32) usize {
+    return @intCast(v);
 }
 
 // --- tests ---
