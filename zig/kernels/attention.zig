@@ -20,8 +20,8 @@
 //!
 //! Fast mode: per task the keys of a block are packed transposed (Kᵀ panels of `nr` keys) and V padded to
 //! 16 columns, a micro-kernel forms 6 rows × `nr` scores with f32 FMAs over E (stored times scale·log2 e,
-//! each row's maximum raised on the way), the softmax step runs in f32 vectors with `math.exp2Fast` (a polynomial
-//! 2^x of (s − m)·log2 e), and a second micro-kernel scales the rows' f32 accumulators by their factors and adds P·V.
+//! each row's maximum raised on the way), the softmax step runs in f32 vectors with `math.expDiffFast` (e^(s − m)
+//! as a polynomial 2^x of (s − m)·log2 e), and a second micro-kernel scales the rows' f32 accumulators by their factors and adds P·V.
 //!
 //! Operands (element strides; the argument block's shape holds the batch extents, rank = their count):
 //! operands 0–3 = q, k, v, mask, each with its batch strides, then its row stride at [rank] (and the mask's
@@ -473,7 +473,7 @@ const Item = struct {
             var lv: V = @splat(0);
             var j: usize = 0;
             while (j < nkp) : (j += lanes) {
-                const p = math.exp2Fast(lanes, (@as(V, row[j..][0..lanes].*) - shift) * @as(V, @splat(log2e)));
+                const p = math.expDiffFast(lanes, row[j..][0..lanes].*, shift);
                 row[j..][0..lanes].* = p;
                 lv += p;
             }
@@ -555,7 +555,7 @@ fn forwardF32(
 // end: the same bits on every ISA and thread count, and the reference's.
 //
 // Fast mode: per key block, Kᵀ and Vᵀ panels and K rows padded; per block of `bwd_rows` query rows the
-// score and G·Vᵀ micro-tiles, P (by `math.exp2Fast`) and dS in f32 vectors, then dv += Pᵀ·G, dk += dSᵀ·Q and dq += dS·K by the
+// score and G·Vᵀ micro-tiles, P (by `math.expDiffFast`) and dS in f32 vectors, then dv += Pᵀ·G, dk += dSᵀ·Q and dq += dS·K by the
 // P·V micro-kernel over padded copies of Q and G.
 //
 // Argument block: as forward, plus ints[5..8] = element offsets of out (O), lse and work; ints[8] = tasks;
@@ -792,7 +792,7 @@ const Entry = struct {
                     x = a;
                     keep = kk;
                 }
-                const p = @select(f32, keep, math.exp2Fast(lanes, (x - lam) * @as(V, @splat(log2e))), @as(V, @splat(0)));
+                const p = @select(f32, keep, math.expDiffFast(lanes, x, lam), @as(V, @splat(0)));
                 prow[j..][0..lanes].* = p;
                 // Excluded keys get exactly 0 (D may be NaN where the row's output is).
                 srow[j..][0..lanes].* = @select(f32, keep, p * (@as(V, srow[j..][0..lanes].*) - d) * scale, @as(V, @splat(0)));

@@ -405,33 +405,50 @@ pub fn expFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
     return @select(f32, x != x, x, p * s1 * s2);
 }
 
-/// 2^x for x ≤ 127 (no overflow check: the callers' arguments are ≤ 0 up to a rounding, differences from a
-/// running maximum times log2 e): 2^n·P(r) with n the nearest integer, r = x − n in [−½, ½] (exact) and P the
-/// degree-7 Taylor polynomial of 2^r = e^(r·ln 2) (truncation below 6e-9), within 2 ulps of 2^x for results
-/// of at least 2^-126.5; arguments below −126.5 (−∞ among them) give 0, NaN stays NaN. Fast mode's
-/// exponential of flash attention and of crossEntropy's log-sum-exp, cheaper than `expFast` (one scaling step,
-/// no clamp above, no NaN select).
+/// Adding 1.5·2^23 + 127 to t in [−127, 127] rounds it to an integer n whose f32 sum holds n + 127, the
+/// exponent field of 2^n, in its low bits.
+const exp2_shifter: f32 = 0x1.8p23 + 127.0;
+
+/// 2^r for r in [−½, ½]: the degree-6 polynomial fitted to 2^r at Chebyshev nodes (mpmath `chebyfit`),
+/// coefficients rounded to f32 and highest degree first; relative error 1.9e-8 (with the rounding of the
+/// coefficients), 1.3·2^-24 evaluated in f32 with fused multiply-adds.
+inline fn exp2Poly(comptime n: usize, r: @Vector(n, f32)) @Vector(n, f32) {
+    return horner(n, r, &.{ 1.5461444854736328e-4, 1.3400427997112274e-3, 9.618056938052177e-3, 5.550327152013779e-2, 2.4022650718688965e-1, 6.931471824645996e-1, 1.0 });
+}
+
+/// 2^n from j = t + exp2_shifter: n + 127 shifted into the exponent field (0 for n = −127).
+inline fn exp2Scale(comptime n: usize, j: @Vector(n, f32)) @Vector(n, f32) {
+    return @bitCast(@as(@Vector(n, u32), @bitCast(j)) << @splat(23));
+}
+
+/// 2^x for x ≤ 127 (no overflow check: the callers' arguments are ≤ 0 up to a rounding): 2^n·P(r) with n the
+/// nearest integer, r = x − n in [−½, ½] (exact) and P `exp2Poly`, within 2 ulps of 2^x for results of at
+/// least 2^-126.5; arguments below −126.5 (−∞ among them) give 0, NaN stays NaN. Cheaper than `expFast` (one
+/// scaling step, no clamp above, no NaN select).
 pub inline fn exp2Fast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
     const W = @Vector(n, f32);
-    const U = @Vector(n, u32);
     const low: W = @splat(-127.0);
     const xc = @select(f32, x < low, low, x);
-    // Adding 1.5·2^23 + 127 rounds to an integer; its low bits then hold n + 127, the exponent field of 2^n.
-    const shifter: W = @splat(0x1.8p23 + 127.0);
+    const shifter: W = @splat(exp2_shifter);
     const j = xc + shifter;
-    const r = xc - (j - shifter);
-    // ln2^k / k!, highest degree first.
-    const coefficients = comptime blk: {
-        var c: [8]f32 = undefined;
-        var term: f64 = 1;
-        for (0..8) |k| {
-            c[7 - k] = @floatCast(term);
-            term = term * std.math.ln2 / @as(f64, @floatFromInt(k + 1));
-        }
-        break :blk c;
-    };
-    const scale: W = @bitCast(@as(U, @bitCast(j)) << @splat(23));
-    return horner(n, r, &coefficients) * scale;
+    return exp2Poly(n, xc - (j - shifter)) * exp2Scale(n, j);
+}
+
+/// e^(x − shift) for x − shift ≤ 88 (the callers' x is at most their running maximum `shift`), the
+/// exponential of flash attention and of crossEntropy's log-sum-exp in fast mode: d = x − shift (one
+/// rounding), n the nearest integer to d·log2 e and r = d·log2 e − n, each by a fused multiply-add where the
+/// ISA has one (so r carries no rounding of the product), then 2^n·P(r) with P `exp2Poly`. Relative error at
+/// most 2^-24·(2.3·|x − shift| + 4) for results of at least 2^-126.5 (d's rounding, log2 e's, P's 1.3 and the
+/// final product's ½); d below −88 (−∞ among them) gives 0, NaN stays NaN.
+pub inline fn expDiffFast(comptime n: usize, x: @Vector(n, f32), shift: @Vector(n, f32)) @Vector(n, f32) {
+    const W = @Vector(n, f32);
+    const low: W = @splat(-88.0);
+    const d = x - shift;
+    const dc = @select(f32, d < low, low, d);
+    const shifter: W = @splat(exp2_shifter);
+    const j = mulAdd(W, dc, @splat(log2e32), shifter);
+    const r = mulAdd(W, dc, @splat(log2e32), shifter - j);
+    return exp2Poly(n, r) * exp2Scale(n, j);
 }
 
 /// log(x): x = 2^e m with m in [√½, √2), log m = 2 atanh(s), s = (m-1)/(m+1), by its series to s^9.
@@ -810,6 +827,37 @@ test "fast functions stay within their documented bounds" {
     }
     const log_grids = [_]Grid{ .{ .lo = 0, .hi = 4, .steps = 200_000 }, .{ .lo = 0, .hi = 1e30, .steps = 20_000 }, .{ .lo = -1, .hi = 1e-30, .steps = 20_000 } };
     for (log_grids) |grid| _ = try checkFast("log", logFast, log, fast_bounds.log, noArgument, grid);
+}
+
+test "expDiffFast stays within 2^-24·(2.3·|x − shift| + 4) of e^(x − shift); −∞ gives 0, NaN stays NaN" {
+    const shifts = [_]f32{ 0, 3.5, -20.25, 100, 1e4 };
+    for (shifts) |shift| {
+        var i: u32 = 0;
+        const steps = 100_000;
+        while (i < steps) : (i += 4) {
+            var xv: @Vector(4, f32) = undefined;
+            inline for (0..4) |k| xv[k] = shift - 90 + 92 * @as(f32, @floatFromInt(i + k)) / steps;
+            const got = expDiffFast(4, xv, @splat(shift));
+            inline for (0..4) |k| {
+                const d = @as(f64, xv[k]) - shift;
+                const want = exp(d);
+                if (want < 0x1.6a09e6p-127) { // 2^-126.5
+                    try testing.expect(got[k] <= 0x1p-126);
+                } else {
+                    const allowed = 0x1p-24 * (2.3 * @abs(d) + 4) * want;
+                    if (@abs(got[k] - want) > allowed) {
+                        std.debug.print("expDiffFast({e}, {e}) = {e}, want {e}\n", .{ xv[k], shift, got[k], want });
+                        return error.TestUnexpectedResult;
+                    }
+                }
+            }
+        }
+    }
+    const special = expDiffFast(4, .{ -std.math.inf(f32), std.math.nan(f32), 5, -1e30 }, .{ 5, 5, 5, 5 });
+    try testing.expectEqual(@as(f32, 0), special[0]);
+    try testing.expect(std.math.isNan(special[1]));
+    try testing.expectEqual(@as(f32, 1), special[2]);
+    try testing.expectEqual(@as(f32, 0), special[3]);
 }
 
 test "fast log covers subnormals, powers of two and the special values" {

@@ -30,8 +30,8 @@
 //! row is one thread's, and the reduction over rows runs after them on one thread), and equal to the
 //! TypeScript reference (`src/kernels/nll.ts`) within 1 ulp (its `Math.exp`/`Math.log`). Fast mode: the
 //! sums over the classes in vector lanes (any order); over a contiguous row the log-sum-exp in one pass of
-//! blocks (`fastLogSumExp`: a running maximum, f32 exponentials by `math.exp2Fast` summed in f32 vectors per
-//! block and in f64 lanes across blocks) and the gradient's p = exp(x − lse_hi)·(1 − lse_lo) by the same
+//! blocks (`fastLogSumExp`: a running maximum, f32 exponentials by `math.expDiffFast` summed in f32 vectors
+//! per block and in f64 lanes across blocks) and the gradient's p = exp(x − lse_hi)·(1 − lse_lo) by the same
 //! exponential (`expShifted`). The log-sum-exp's bound: each exponential's relative error is at most
 //! 2^-24·(2.3·(m − x) + 4) and reaches its block's f32 sum through at most lse_block/(4·wide) + 1 roundings,
 //! so to first order |Δlse| ≤ 2^-24·(2.3·E_p[m − x] + lse_block/(4·wide) + 5) with p the softmax, and
@@ -82,12 +82,11 @@ const W64 = @Vector(wide, f64);
 /// Elements per block of fast mode's one-pass log-sum-exp (2 KiB, so its second read comes from L1); a
 /// multiple of 4·wide.
 const lse_block = 512;
-const log2e: W = @splat(std.math.log2e);
 
-/// exp(x − shift) for x ≤ shift (−∞ allowed) as math.exp2Fast of (x − shift)·log2 e: relative error at most
-/// 2^-24·(2.3·|x − shift| + 4) (the rounding of x − shift and of the product, then exp2Fast's 2 ulps).
+/// exp(x − shift) for x ≤ shift (−∞ allowed) by math.expDiffFast: relative error at most
+/// 2^-24·(2.3·|x − shift| + 4).
 inline fn expShifted(x: W, shift: W) W {
-    return math.exp2Fast(wide, (x - shift) * log2e);
+    return math.expDiffFast(wide, x, shift);
 }
 
 /// Lanes of x from i on, −∞ past `len`.
@@ -202,9 +201,9 @@ const Problem = struct {
 
     /// Fast mode's log Σ_c exp(x_c) over a contiguous row in one pass: per block of `lse_block` elements
     /// (read twice, the second time from L1) its maximum raises the row's running maximum m (the f64 lane sums
-    /// so far times exp(m_old − m) when it does), then the block's exponentials of x − m (`math.exp2Fast` of
-    /// (x − m)·log2 e) are added in four f32 vectors, whose sum is added to the f64 lane sums. A NaN never
-    /// raises m but its exponential is NaN; NaN when m ends up not finite (as the exact definition gives).
+    /// so far times exp(m_old − m) when it does), then the block's exponentials of x − m (`math.expDiffFast`)
+    /// are added in four f32 vectors, whose sum is added to the f64 lane sums. A NaN never raises m but its
+    /// exponential is NaN; NaN when m ends up not finite (as the exact definition gives).
     fn fastLogSumExp(p: *const Problem, base: isize) f64 {
         const x = ew.at([*]const f32, p.x, base);
         var max = -inf32;
