@@ -7,11 +7,11 @@
 //! TypeScript reference (which uses `Math.exp` and friends); `erf` and `gelu` follow the reference's formulas
 //! operation for operation (`src/kernels/reference.ts`).
 //!
-//! Fast (f32 vectors of any width): `expFast`, `exp2Fast`, `logFast`, `tanhFast`, `sigmoidFast`, `geluFast`, `geluErfFast`, `erfFast`,
+//! Fast (f32 vectors of any width): `expFast`, `exp2Fast`, `expDiffFast`, `logFast`, `tanhFast`, `sigmoidFast`, `geluFast`, `geluErfFast`, `erfFast`,
 //! `powFast`. Polynomial approximations evaluated in f32, with fused multiply-adds where the ISA has them, so
 //! their bits may differ between ISAs. Their error bounds against the exact functions, checked by the tests
-//! at the bottom of this file and by `tests/kernels_elementwise.test.ts`, are in `fast_bounds` (`exp2Fast`,
-//! which no element-wise op exposes, states its own).
+//! at the bottom of this file and by `tests/kernels_elementwise.test.ts`, are in `fast_bounds` (`exp2Fast`
+//! and `expDiffFast`, which no element-wise op exposes, state their own).
 const std = @import("std");
 const builtin = @import("builtin");
 
