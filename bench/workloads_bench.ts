@@ -151,7 +151,9 @@ const LSTM = { n: 32, t: 64, i: 128, h: 256 };
 function rnnWorkload(kind: "lstm" | "gru", mode: "fwd" | "fwdbwd" | "step"): Workload {
   const { n, t, i, h } = LSTM;
   const gates = kind === "lstm" ? 4 : 3;
-  const macs = n * t * gates * h * (i + h);
+  // Forward: x_t·W_ihᵀ and h·W_hhᵀ per step. Backward (x needs no gradient, so no dx): dh = dG·W_hh per step
+  // and the weight gradients dGᵀ·x and dGᵀ·h.
+  const macs = n * t * gates * h * (mode === "fwd" ? i + h : 2 * i + 3 * h);
   const grad = mode !== "fwd";
   const names = { fwd: "forward", fwdbwd: "forward + backward", step: "training step (SGD)" };
   const module = kind === "lstm" ? "LSTM" : "GRU";
@@ -171,7 +173,7 @@ function rnnWorkload(kind: "lstm" | "gru", mode: "fwd" | "fwdbwd" | "step"): Wor
     training: mode === "step",
     name: `${kind.toUpperCase()} seq ${t}, batch ${n}, in ${i}, hidden ${h}: ${names[mode]}`,
     bytes: 4 * (n * t * (i + h) + gates * h * (i + h)),
-    flops: 2 * macs * (mode === "fwd" ? 1 : 3),
+    flops: 2 * macs,
     make: () => {
       const x = randn([n, t, i]);
       const weights = {
@@ -310,6 +312,27 @@ function crossEntropyWorkload(backward: boolean): Workload {
         ? `    F.cross_entropy(logits, targets).backward()\n    zero_grads([logits])`
         : `    with torch.no_grad(): F.cross_entropy(logits, targets)`,
     ].join("\n"),
+  };
+}
+
+/**
+ * An activation of the training steps over 2^20 elements (4 MiB, in cache on most machines): sigmoid (the LSTM
+ * and GRU gates), tanh, and GELU in its tanh form (the transformer block's MLP).
+ */
+function activationWorkload(kind: "sigmoid" | "tanh" | "gelu"): Workload {
+  const n = 1 << 20;
+  return {
+    key: `${kind}-1M`,
+    name: `${kind === "gelu" ? "gelu (tanh form)" : kind} 2^20 f32`,
+    bytes: 8 * n,
+    flops: 0,
+    make: () => {
+      const x = randn([n], 4);
+      return scoped(() => kind === "gelu" ? ops.gelu(x, { approximate: "tanh" }) : ops[kind](x));
+    },
+    torch: `x = randn(${n}, scale=4)\ndef step():\n    ${
+      kind === "gelu" ? `F.gelu(x, approximate="tanh")` : `torch.${kind}(x)`
+    }`,
   };
 }
 
@@ -545,6 +568,9 @@ const ALL_WORKLOADS: readonly Workload[] = [
   },
   softmaxWorkload(1024, 1024),
   softmaxWorkload(16, 50257),
+  activationWorkload("sigmoid"),
+  activationWorkload("tanh"),
+  activationWorkload("gelu"),
   attentionWorkload("fwd"),
   attentionWorkload("fwdbwd"),
   attentionWorkload("causal"),
