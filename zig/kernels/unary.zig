@@ -12,6 +12,9 @@ const Rows = @import("rows.zig").Rows;
 
 const lanes = ew.lanes;
 const V = ew.V;
+/// The variant's full vector width (zmm on AVX-512, where `ew.lanes` is a ymm): the fast transcendental
+/// functions of contiguous rows run at it, each lane's result the same at either width.
+const wide = @import("gemm.zig").vector_bytes / @sizeOf(f32);
 
 /// Unary operations, numbered by the op table (`zig/kernels/ops.zig`, generated from src/core/op_table.ts).
 pub const UnaryOp = @import("ops.zig").UnaryOp;
@@ -89,19 +92,24 @@ inline fn applyUnary(comptime op: UnaryOp, comptime exact: bool, x: V, p: Params
         else => {},
     }
     if (exact) return @floatCast(exactV(op, @floatCast(x), p));
+    return fastV(op, lanes, x, p);
+}
+
+/// The fast function of a transcendental `op` on `n` lanes.
+inline fn fastV(comptime op: UnaryOp, comptime n: usize, x: @Vector(n, f32), p: Params) @Vector(n, f32) {
     return switch (op) {
-        .log1p => math.log1pFast(lanes, x),
-        .expm1 => math.expm1Fast(lanes, x),
-        .silu => math.siluFast(lanes, x),
-        .softplus => math.softplusFast(lanes, x, p.a, p.b),
-        .elu => math.eluFast(lanes, x, p.a),
-        .exp => math.expFast(lanes, x),
-        .log => math.logFast(lanes, x),
-        .tanh => math.tanhFast(lanes, x),
-        .sigmoid => math.sigmoidFast(lanes, x),
-        .gelu => math.geluFast(lanes, x),
-        .gelu_erf => math.geluErfFast(lanes, x),
-        .erf => math.erfFast(lanes, x),
+        .log1p => math.log1pFast(n, x),
+        .expm1 => math.expm1Fast(n, x),
+        .silu => math.siluFast(n, x),
+        .softplus => math.softplusFast(n, x, p.a, p.b),
+        .elu => math.eluFast(n, x, p.a),
+        .exp => math.expFast(n, x),
+        .log => math.logFast(n, x),
+        .tanh => math.tanhFast(n, x),
+        .sigmoid => math.sigmoidFast(n, x),
+        .gelu => math.geluFast(n, x),
+        .gelu_erf => math.geluErfFast(n, x),
+        .erf => math.erfFast(n, x),
         else => comptime unreachable,
     };
 }
@@ -121,6 +129,9 @@ fn UnarySpan(comptime op: UnaryOp, comptime exact: bool) type {
             const n = end - begin;
             var i: usize = 0;
             if (s[0] == 1 and s[1] == 1) {
+                if (!exact and comptime isTranscendental(op)) {
+                    while (i + wide <= n) : (i += wide) out[i..][0..wide].* = fastV(op, wide, a[i..][0..wide].*, self.params);
+                }
                 while (i + lanes <= n) : (i += lanes) out[i..][0..lanes].* = applyUnary(op, exact, a[i..][0..lanes].*, self.params);
             }
             while (i < n) : (i += lanes) {
