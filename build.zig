@@ -79,13 +79,17 @@ pub fn build(b: *std.Build) void {
     }
 }
 
-/// The target with its CPU model replaced by the one a variant (or the core) is compiled for.
+/// The target with its CPU model replaced by the one a variant (or the core) is compiled for. The AVX-512
+/// variant drops x86-64-v4's `prefer_256_bit` tuning: with it LLVM stores every unaligned 512-bit vector of
+/// the kernels as a 256-bit store and a `vextractf64x4` to memory, an extra shuffle per store in the kernels
+/// written for the full width (the recurrent cell, softmax, the norms, the fast transcendental functions).
 fn withModel(b: *std.Build, target: std.Build.ResolvedTarget, model: *const std.Target.Cpu.Model) std.Build.ResolvedTarget {
     var query = target.query;
     query.cpu_arch = target.result.cpu.arch;
     query.cpu_model = .{ .explicit = model };
     query.cpu_features_add = .empty;
     query.cpu_features_sub = .empty;
+    if (model == &std.Target.x86.cpu.x86_64_v4) query.cpu_features_sub.addFeature(@intFromEnum(std.Target.x86.Feature.prefer_256_bit));
     return b.resolveTargetQuery(query);
 }
 

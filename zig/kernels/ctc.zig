@@ -38,7 +38,7 @@ pub const table_entries: Table = .{ .ctc_f32 = ctcF32 };
 
 const neg_inf = -std.math.inf(f64);
 /// f64 lanes of this ISA's vectors.
-const lanes = @max(1, (std.simd.suggestVectorLength(f32) orelse 1) / 2);
+const lanes = @max(1, @import("elementwise.zig").lanes / 2);
 /// Cells per step of a row: four vectors, whose chains of dependent operations (the exponentials' and the
 /// logarithm's polynomials) overlap; the lanes are independent, so the width changes no bit.
 const wide = 4 * lanes;

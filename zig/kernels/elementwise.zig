@@ -1,8 +1,8 @@
 //! Element-wise binary kernels, and the machinery every kernel family of this variant shares: splitting a
 //! strided iteration into spans of whole and partial rows, and running those spans across the thread pool.
 //!
-//! Kernels are written once over a comptime vector width (`std.simd.suggestVectorLength` of the target each
-//! variant is compiled for). Rows whose output steps by one and whose inputs step by one or zero (a
+//! Kernels are written once over a comptime vector width (`lanes`: `std.simd.suggestVectorLength` of the
+//! target each variant is compiled for, at most 256 bits). Rows whose output steps by one and whose inputs step by one or zero (a
 //! broadcast) run in vectors loaded straight from memory; other rows gather a vector's worth of elements,
 //! compute the same vector function and scatter the results, so an element's value never depends on where
 //! it sits. `+ − × ÷`, max, min, the comparisons and the logical ops are single IEEE f32 operations, bitwise equal to the
@@ -22,7 +22,11 @@ const softmax = @import("softmax.zig");
 const pool = @import("pool.zig");
 const index_add = @import("scatter.zig");
 
-pub const lanes = std.simd.suggestVectorLength(f32) orelse 1;
+/// The element-wise kernels' width: at most a ymm. The AVX-512 variant is compiled without x86-64-v4's
+/// `prefer_256_bit` tuning (build.zig) for the stores of the kernels written for the full width, which makes
+/// the suggested width a zmm there; the element-wise, data-movement and CTC kernels keep the 256-bit vectors
+/// they were tuned and measured with.
+pub const lanes = @min(8, std.simd.suggestVectorLength(f32) orelse 1);
 pub const V = @Vector(lanes, f32);
 
 /// out = a (op) b over one shape; operands 0, 1, 2 of the argument block are out, a and b.

@@ -34,7 +34,7 @@ pub const hardware_f16 = switch (builtin.cpu.arch) {
     else => false,
 };
 
-const lanes = std.simd.suggestVectorLength(f32) orelse 4;
+const lanes = @import("elementwise.zig").lanes;
 const VU32 = @Vector(lanes, u32);
 const VU16 = @Vector(lanes, u16);
 
