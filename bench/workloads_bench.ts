@@ -1,6 +1,6 @@
 /**
- * Workload benchmarks: the work people train (the rows of issue 13 and five training steps: MLP, CNN, LSTM,
- * GRU and a transformer block) timed beside PyTorch on the CPU in the same run, with the physical limit of
+ * Workload benchmarks: the work people train (the rows of issue 13, the activations sigmoid, tanh and GELU,
+ * and five training steps: MLP, CNN, LSTM, GRU and a transformer block) timed beside PyTorch on the CPU in the same run, with the physical limit of
  * each (its bytes at the measured memory bandwidth or its flops at the measured FMA peak, whichever is
  * slower) beside.
  *
