@@ -2,10 +2,10 @@
 //! strided iteration into spans of whole and partial rows, and running those spans across the thread pool.
 //!
 //! Kernels are written once over a comptime vector width (`lanes`: `std.simd.suggestVectorLength` of the
-//! target each variant is compiled for, at most 256 bits). Rows whose output steps by one and whose inputs step by one or zero (a
-//! broadcast) run in vectors loaded straight from memory; other rows gather a vector's worth of elements,
-//! compute the same vector function and scatter the results, so an element's value never depends on where
-//! it sits. `+ − × ÷`, max, min, the comparisons and the logical ops are single IEEE f32 operations, bitwise equal to the
+//! target each variant is compiled for, at most 256 bits). Rows whose output steps by one and whose inputs
+//! step by one or zero (a broadcast) run in vectors loaded straight from memory; other rows gather a vector's
+//! worth of elements, compute the same vector function and scatter the results, so an element's value never
+//! depends on where it sits. `+ − × ÷`, max, min, the comparisons and the logical ops are single IEEE f32 operations, bitwise equal to the
 //! TypeScript reference in both modes; pow is `math.pow` in f64 rounded once in exact mode and `math.powFast`
 //! in fast mode, and gelu_backward (the GELU rule's kernel) takes the mode's tanh likewise.
 //!

@@ -551,8 +551,7 @@ pub fn tanhFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
 }
 
 /// 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, with e = e^(−|x|) (`expNegFast`) and 1/(1 + e) by
-/// `quotient`: e never overflows,
-/// so results down to the subnormals keep their relative accuracy.
+/// `quotient`: e never overflows, so results down to the subnormals keep their relative accuracy.
 pub fn sigmoidFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
     const e = expNegFast(n, -@abs(x));
     const q = quotient(n, splat(n, 1.0), splat(n, 1.0) + e);
