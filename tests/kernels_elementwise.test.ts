@@ -355,6 +355,46 @@ test("fast transcendental functions stay within FAST_ERROR_BOUNDS on dense grids
   }
 });
 
+test("a fast transcendental result is the same bits wherever its element sits: vector body, tail, alone or strided", () => {
+  // 37 elements: a contiguous row runs them as full-width vectors (16 f32 on AVX-512), then its element-wise
+  // vectors, then a gathered tail; one element alone and a row with stride 2 take the gathered path only.
+  const n = 37;
+  const rng = new Rng(2026);
+  const values = Array.from(
+    { length: n },
+    (_, i) => i === 0 ? -100 : i === 1 ? 1e-3 : (rng.next() - 0.5) * 24,
+  );
+  const ops = {
+    sigmoid: UnaryOp.Sigmoid,
+    tanh: UnaryOp.Tanh,
+    gelu: UnaryOp.Gelu,
+    silu: UnaryOp.Silu,
+    exp: UnaryOp.Exp,
+    log1p: UnaryOp.Log1p,
+  };
+  const pool = new OperandPool();
+  try {
+    const row = f32Operand(pool, values);
+    const strided = pool.operand("f32", { offset: 1, strides: [2], elements: 2 * n + 1 });
+    values.forEach((v, i) => (strided.data[1 + 2 * i] = v));
+    for (const [name, op] of Object.entries(ops)) {
+      const whole = f32Operand(pool, new Array(n).fill(0));
+      nativeKernels.unary(op, [n], whole, row, FAST, [1, 20]);
+      const everyOther = f32Operand(pool, new Array(n).fill(0));
+      nativeKernels.unary(op, [n], everyOther, strided, FAST, [1, 20]);
+      for (let i = 0; i < n; i++) {
+        const one = f32Operand(pool, [values[i]]);
+        const alone = f32Operand(pool, [0]);
+        nativeKernels.unary(op, [1], alone, one, FAST, [1, 20]);
+        assert.ok(Object.is(whole.data[i], alone.data[0]), `${name}(${values[i]}) at ${i}`);
+        assert.ok(Object.is(whole.data[i], everyOther.data[i]), `${name} strided at ${i}`);
+      }
+    }
+  } finally {
+    pool.release();
+  }
+});
+
 test("the comparison catches a wrong bit and a write outside the output view", () => {
   const pool = new OperandPool();
   try {
