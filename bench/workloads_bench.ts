@@ -1,8 +1,8 @@
 /**
  * Workload benchmarks: the work people train (the rows of issue 13, the activations sigmoid, tanh and GELU,
- * and five training steps: MLP, CNN, LSTM, GRU and a transformer block) timed beside PyTorch on the CPU in the same run, with the physical limit of
- * each (its bytes at the measured memory bandwidth or its flops at the measured FMA peak, whichever is
- * slower) beside.
+ * and five training steps: MLP, CNN, LSTM, GRU and a transformer block) timed beside PyTorch on the CPU in the
+ * same run, with the physical limit of each (its bytes at the measured memory bandwidth or its flops at the
+ * measured FMA peak, whichever is slower) beside.
  *
  * Rounds alternate: zigtensor times every workload, then a PyTorch subprocess times every workload, and
  * again, so that a burst of load from other processes hits both alike. Each figure is the median of every

@@ -419,6 +419,8 @@ const ln2_hi32: f32 = 0.693359375;
 const ln2_lo32: f32 = -2.12194440e-4;
 const log2e32: f32 = 1.44269504088896341;
 const round_shifter32: f32 = 0x1.8p23;
+/// exp(r) for |r| ≤ ln2/2 by its Taylor polynomial of degree 7 (truncation below 6e-9), highest degree first.
+const exp_taylor32 = [_]f32{ 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0 };
 
 /// exp(x): n = round(x log2e), r = x - n ln2 (exact first part), exp(r) by its Taylor polynomial of degree 7
 /// (truncation below 6e-9 for |r| <= 0.35), times 2^n in two steps so that subnormal results come out.
@@ -430,7 +432,7 @@ pub fn expFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
     const nf = mulAdd(V, xc, splat(n, log2e32), splat(n, round_shifter32)) - splat(n, round_shifter32);
     var r = xc - nf * splat(n, ln2_hi32);
     r = r - nf * splat(n, ln2_lo32);
-    const p = horner(n, r, &.{ 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0 });
+    const p = horner(n, r, &exp_taylor32);
     const ni: I = @intFromFloat(nf);
     const half = ni >> @splat(1);
     const s1: V = @bitCast((half + @as(I, @splat(127))) << @splat(23));
@@ -528,7 +530,7 @@ inline fn expNegFast(comptime n: usize, x: @Vector(n, f32)) @Vector(n, f32) {
     const j = mulAdd(V, xc, splat(n, log2e32), shifter);
     const nf = j - shifter;
     const r = mulAdd(V, nf, splat(n, -ln2_lo32), mulAdd(V, nf, splat(n, -ln2_hi32), xc));
-    const p = horner(n, r, &.{ 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0 });
+    const p = horner(n, r, &exp_taylor32);
     const scale: V = @bitCast(@as(@Vector(n, u32), @bitCast(j)) << @splat(23));
     return p * scale * splat(n, 0x1p-64);
 }
